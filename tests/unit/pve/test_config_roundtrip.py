@@ -70,7 +70,7 @@ def test_a_change_renders_in_pve_order_moving_comments_to_the_top() -> None:
     parsed.set("hostpci0", "0000:01:00.0,pcie=1")
     lines = parsed.text().splitlines()
     assert lines[0] == "# some properties should be filtered"
-    assert lines[1] == "#qmdump%23map%3Ascsi0%3Adrive-scsi0%3Amydir%3Aqcow2%3A"
+    assert lines[1] == "#qmdump#map%3Ascsi0%3Adrive-scsi0%3Amydir%3Aqcow2%3A"
     keys = [line.split(":", 1)[0] for line in lines[2:]]
     assert keys == sorted(keys)
     assert "hostpci0: 0000:01:00.0,pcie=1" in lines

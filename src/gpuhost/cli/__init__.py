@@ -1,0 +1,1 @@
+"""The command line: parses, calls the library, prints. No logic of its own."""

@@ -1,0 +1,70 @@
+"""Printing for the terminal: live task lines, diffs, the recap table."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from gpuhost.redact import redact
+from gpuhost.runner.results import RunReport, TaskResult
+
+_STYLE = {"ok": "green", "changed": "yellow", "failed": "bold red", "skipped": "cyan"}
+
+console = Console(highlight=False, soft_wrap=True)
+err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def print_json(obj: Any) -> None:
+    sys.stdout.write(redact(json.dumps(obj, indent=2, sort_keys=False)) + "\n")
+
+
+def error(message: str) -> None:
+    err_console.print(Text("error: ", style="bold red") + Text(redact(message)))
+
+
+class LivePrinter:
+    """Prints each task result as it arrives."""
+
+    def __init__(self, show_diff: bool, check: bool) -> None:
+        self.show_diff = show_diff
+        self.check = check
+
+    def __call__(self, r: TaskResult) -> None:
+        label = r.status
+        if r.status == "changed" and self.check:
+            label = "would change"
+        line = Text(f"[{r.host}] ")
+        line += Text(f"{label:<12}", style=_STYLE[r.status])
+        line += Text(("handler: " if r.handler else "") + r.task)
+        detail = r.error or r.reason
+        if detail:
+            line += Text(f" — {redact(detail)}", style="dim" if not r.error else "red")
+        console.print(line)
+        if self.show_diff and r.diff:
+            for d in redact(r.diff).splitlines():
+                style = "green" if d.startswith("+") else "red" if d.startswith("-") else "dim"
+                console.print(Text("    " + d, style=style))
+
+
+def print_recap(report: RunReport) -> None:
+    table = Table(title="recap" + (" (check mode: nothing was changed)" if report.check else ""),
+                  title_justify="left")
+    for col in ("host", "ok", "changed", "failed", "skipped", "note"):
+        table.add_column(col)
+    for host, s in report.hosts.items():
+        notes = []
+        if s.unreachable:
+            notes.append("unreachable")
+        if s.reboot_required:
+            notes.append("reboot required (--allow-reboot)")
+        if s.rebooted:
+            notes.append("rebooted")
+        table.add_row(host, str(s.ok), Text(str(s.changed), style="yellow" if s.changed else ""),
+                      Text(str(s.failed), style="bold red" if s.failed else ""), str(s.skipped), ", ".join(notes))
+    console.print(table)
+    console.print(f"{len(report.results)} tasks in {report.duration:.2f} s")

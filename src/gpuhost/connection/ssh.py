@@ -1,0 +1,191 @@
+"""SSH to a host: fabric opens the session, paramiko channels run the commands.
+
+Host keys are verified against a known_hosts file by default and a mismatch is always
+refused. ``accept-new`` records the key of a host seen for the first time (as OpenSSH's
+``StrictHostKeyChecking=accept-new``). TCP_NODELAY is set on the socket: without it
+every command pays ~40 ms of Nagle/delayed-ACK stall.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import fabric
+import paramiko
+
+from gpuhost.connection.base import Connection
+from gpuhost.connection.result import CommandResult
+from gpuhost.errors import ConnectionFailed, HostKeyMismatch
+
+HostKeyPolicy = Literal["strict", "accept-new"]
+
+_CHUNK = 65536
+
+
+@dataclass(frozen=True)
+class SSHSettings:
+    address: str
+    user: str = "root"
+    port: int = 22
+    key_file: str | None = None
+    password: str | None = None
+    known_hosts_file: str = "~/.ssh/known_hosts"
+    host_key_policy: HostKeyPolicy = "strict"
+    connect_timeout: float = 10.0
+    keepalive: int = 15
+
+
+class _AcceptNewPolicy(paramiko.MissingHostKeyPolicy):
+    """Trust a host's key on first sight and record it; paramiko still rejects mismatches."""
+
+    def __init__(self, known_hosts: Path) -> None:
+        self.known_hosts = known_hosts
+        self._lock = threading.Lock()
+
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
+        with self._lock:
+            self.known_hosts.parent.mkdir(parents=True, exist_ok=True)
+            with self.known_hosts.open("a") as fh:
+                fh.write(f"{hostname} {key.get_name()} {key.get_base64()}\n")
+        client.get_host_keys().add(hostname, key.get_name(), key)
+
+
+def _host_key_id(address: str, port: int) -> str:
+    return address if port == 22 else f"[{address}]:{port}"
+
+
+class SSHConnection(Connection):
+    def __init__(self, name: str, settings: SSHSettings) -> None:
+        self.name = name
+        self.settings = settings
+        self._conn: fabric.Connection | None = None
+        self._connect()
+
+    # -- session -------------------------------------------------------------------------
+    def _connect(self) -> None:
+        s = self.settings
+        known_hosts = Path(s.known_hosts_file).expanduser()
+        connect_kwargs: dict[str, object] = {"look_for_keys": False, "allow_agent": False,
+                                             "banner_timeout": s.connect_timeout,
+                                             "auth_timeout": s.connect_timeout}
+        if s.key_file:
+            connect_kwargs["key_filename"] = str(Path(s.key_file).expanduser())
+        if s.password:
+            connect_kwargs["password"] = s.password
+        try:
+            sock = socket.create_connection((s.address, s.port), timeout=s.connect_timeout)
+        except OSError as exc:
+            raise ConnectionFailed(self.name, f"{s.address}:{s.port}: {exc.strerror or exc}") from None
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        connect_kwargs["sock"] = sock
+        conn = fabric.Connection(s.address, user=s.user, port=s.port, connect_timeout=s.connect_timeout,
+                                 connect_kwargs=connect_kwargs)
+        client = conn.client
+        client.get_host_keys().clear()
+        if known_hosts.exists():
+            client.load_host_keys(str(known_hosts))
+        if s.host_key_policy == "accept-new":
+            client.set_missing_host_key_policy(_AcceptNewPolicy(known_hosts))
+        else:
+            client.set_missing_host_key_policy(paramiko.RejectPolicy())
+        try:
+            conn.open()
+        except paramiko.BadHostKeyException as exc:
+            sock.close()
+            raise HostKeyMismatch(
+                self.name,
+                f"host key mismatch for {_host_key_id(s.address, s.port)}: it offered "
+                f"{exc.key.get_name()} {exc.key.fingerprint}, {known_hosts} has {exc.expected_key.fingerprint}. "
+                "This may be an attack, or the host was reinstalled; if you trust the new key, "
+                f"remove the old one (ssh-keygen -f {known_hosts} -R '{_host_key_id(s.address, s.port)}') and "
+                "connect again with host_key_policy: accept-new") from None
+        except paramiko.SSHException as exc:
+            sock.close()
+            text = str(exc)
+            if "not found in known_hosts" in text:
+                text = (f"host key of {_host_key_id(s.address, s.port)} is not in {known_hosts}; add it "
+                        "(ssh-keyscan, or the lab's known_hosts file) or set host_key_policy: accept-new")
+            raise ConnectionFailed(self.name, text) from None
+        except OSError as exc:
+            sock.close()
+            raise ConnectionFailed(self.name, str(exc)) from None
+        transport = client.get_transport()
+        assert transport is not None
+        transport.set_keepalive(s.keepalive)
+        self._conn = conn
+
+    def _transport(self) -> paramiko.Transport:
+        transport = self._conn.client.get_transport() if self._conn else None
+        if transport is None or not transport.is_active():
+            raise ConnectionFailed(self.name, "the SSH session was closed (did the host reboot?)")
+        return transport
+
+    def reconnect(self, timeout: float = 300.0, interval: float = 1.0) -> None:
+        """Drop the session and connect again, retrying until ``timeout`` (after a reboot)."""
+        self.close()
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self._connect()
+                return
+            except HostKeyMismatch:
+                raise
+            except ConnectionFailed:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(interval)
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    # -- commands ------------------------------------------------------------------------
+    def _exec(self, command: str, stdin: bytes | None, timeout: float | None) -> CommandResult:
+        start = time.monotonic()
+        try:
+            chan = self._transport().open_session()
+        except paramiko.SSHException as exc:
+            raise ConnectionFailed(self.name, f"cannot open a channel: {exc}") from None
+        chan.settimeout(timeout)
+        err_chunks: list[bytes] = []
+
+        def read_stderr() -> None:
+            try:
+                while data := chan.recv_stderr(_CHUNK):
+                    err_chunks.append(data)
+            except (TimeoutError, OSError):
+                pass
+
+        out_chunks: list[bytes] = []
+        timed_out = False
+        try:
+            chan.exec_command(command)
+            reader = threading.Thread(target=read_stderr, daemon=True)
+            reader.start()
+            if stdin:
+                chan.sendall(stdin)
+            chan.shutdown_write()
+            while data := chan.recv(_CHUNK):
+                out_chunks.append(data)
+            reader.join(timeout)
+            code = chan.recv_exit_status()
+        except TimeoutError:
+            timed_out = True
+            code = 124
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            raise ConnectionFailed(self.name, f"connection lost while running a command: {exc}") from None
+        finally:
+            chan.close()
+        stderr = b"".join(err_chunks).decode(errors="replace")
+        if timed_out:
+            stderr += f"\ntimed out after {timeout} s"
+        if code == -1:  # the session ended without an exit status (host went down)
+            raise ConnectionFailed(self.name, "connection lost while running a command")
+        return CommandResult(command, code, b"".join(out_chunks).decode(errors="replace"), stderr,
+                             time.monotonic() - start)

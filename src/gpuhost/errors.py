@@ -1,0 +1,119 @@
+"""Every error gpuhost raises, in one place.
+
+The hierarchy::
+
+    GpuhostError                      base of everything below; ``exit_code`` says how the CLI exits
+    ├── UsageError                    bad command-line input                              (exit 2)
+    ├── ConfigError                   a file the user wrote is wrong: names file, line, field (exit 2)
+    │   ├── InventoryError
+    │   └── PlaybookError
+    ├── SecretError                   a secret named in the inventory cannot be read       (exit 2)
+    ├── TemplateError                 a template is missing or uses an undefined variable  (exit 1)
+    ├── ConnectionFailed              cannot reach or log in to a host                     (exit 1)
+    │   └── HostKeyMismatch           the host presented a key we do not trust
+    ├── CommandFailed                 a remote or local command exited non-zero            (exit 1)
+    │                                 carries command, exit code and the output's tail
+    ├── OperationFailed               an operation cannot reach its desired state          (exit 1)
+    └── ProbeError                    the GPU probe cannot run on a target                 (exit 2)
+
+Messages never contain secrets: anything registered with :mod:`gpuhost.redact`
+is masked when the message is built.
+"""
+
+from __future__ import annotations
+
+from gpuhost.redact import redact
+
+#: How many lines of output an error keeps.
+TAIL_LINES = 20
+
+
+def tail(text: str, lines: int = TAIL_LINES) -> str:
+    """The last ``lines`` lines of ``text`` (without a trailing newline)."""
+    parts = text.rstrip("\n").splitlines()
+    return "\n".join(parts[-lines:])
+
+
+class GpuhostError(Exception):
+    """Base class. ``str(err)`` is a complete, redacted, user-facing message."""
+
+    exit_code: int = 1
+
+    def __init__(self, message: str) -> None:
+        self.message = redact(message)
+        super().__init__(self.message)
+
+
+class UsageError(GpuhostError):
+    exit_code = 2
+
+
+class ConfigError(GpuhostError):
+    """A user-written file (inventory, playbook) is invalid."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
+                 field: str | None = None) -> None:
+        self.file = file
+        self.line = line
+        self.field = field
+        where = ""
+        if file:
+            where = file + (f":{line}" if line else "")
+        prefix = ": ".join(p for p in (where, f"field '{field}'" if field else "") if p)
+        super().__init__(f"{prefix}: {message}" if prefix else message)
+
+
+class InventoryError(ConfigError):
+    pass
+
+
+class PlaybookError(ConfigError):
+    pass
+
+
+class SecretError(GpuhostError):
+    exit_code = 2
+
+
+class TemplateError(GpuhostError):
+    pass
+
+
+class ConnectionFailed(GpuhostError):
+    def __init__(self, host: str, reason: str) -> None:
+        self.host = host
+        self.reason = reason
+        super().__init__(f"{host}: cannot connect: {reason}")
+
+
+class HostKeyMismatch(ConnectionFailed):
+    def __init__(self, host: str, reason: str) -> None:
+        super().__init__(host, reason)
+
+
+class CommandFailed(GpuhostError):
+    """A command exited with a status other than the ones allowed."""
+
+    def __init__(self, command: str, exit_code: int, stdout: str = "", stderr: str = "",
+                 host: str | None = None) -> None:
+        self.command = redact(command)
+        self.exit_code_of_command = exit_code
+        self.stdout_tail = redact(tail(stdout))
+        self.stderr_tail = redact(tail(stderr))
+        self.host = host
+        where = f"{host}: " if host else ""
+        msg = f"{where}command failed (exit {exit_code}): {self.command}"
+        out = "\n".join(t for t in (self.stdout_tail, self.stderr_tail) if t)
+        if out:
+            msg += "\n" + "\n".join("  | " + line for line in out.splitlines())
+        super().__init__(msg)
+
+
+class OperationFailed(GpuhostError):
+    pass
+
+
+class ProbeError(GpuhostError):
+    exit_code = 2

@@ -1,0 +1,44 @@
+"""What an operation asks the runner to do. Operations never act themselves."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class WriteFile:
+    """Replace a file atomically, keeping a backup of what it replaces."""
+
+    path: str
+    content: str
+    mode: int | None = None
+    backup: bool = True
+
+    def describe(self) -> str:
+        return f"write {self.path}"
+
+
+@dataclass(frozen=True)
+class RunCommand:
+    """Run a command that changes the host."""
+
+    command: str
+    ok_codes: tuple[int, ...] = (0,)
+    timeout: float | None = None
+
+    def describe(self) -> str:
+        return f"run: {self.command}"
+
+
+@dataclass(frozen=True)
+class Reboot:
+    """Reboot the host and wait until it answers again; only when the user allowed it."""
+
+    reason: str
+    timeout: float = 900.0
+
+    def describe(self) -> str:
+        return f"reboot ({self.reason})"
+
+
+Action = WriteFile | RunCommand | Reboot

@@ -1,0 +1,41 @@
+"""``command``: run a command unless a fact says it is done (``creates``, ``removes``, ``unless``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gpuhost.facts import files as file_facts
+from gpuhost.operations.actions import RunCommand
+from gpuhost.operations.base import Args, Operation, Plan, nothing
+from gpuhost.operations.registry import register
+
+if TYPE_CHECKING:
+    from gpuhost.runner.context import HostContext
+
+
+class CommandArgs(Args):
+    cmd: str
+    creates: str | None = None
+    removes: str | None = None
+    unless: str | None = None
+    ok_codes: list[int] = [0]
+    timeout: float | None = None
+
+
+@register
+class Command(Operation):
+    """Without a guard it always runs and reports ``changed``, as in Ansible."""
+
+    kind = "command"
+    Args = CommandArgs
+    args: CommandArgs
+
+    def plan(self, host: HostContext) -> Plan:
+        a = self.args
+        if a.creates and host.fact(file_facts.exists, a.creates):
+            return nothing(f"{a.creates} exists")
+        if a.removes and not host.fact(file_facts.exists, a.removes):
+            return nothing(f"{a.removes} does not exist")
+        if a.unless and host.fact(file_facts.succeeds, a.unless):
+            return nothing(f"'{a.unless}' succeeded")
+        return Plan(reason=f"run {a.cmd}", actions=[RunCommand(a.cmd, tuple(a.ok_codes), a.timeout)])

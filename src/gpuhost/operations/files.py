@@ -1,0 +1,100 @@
+"""Whole-file operations: ``copy`` (content given inline) and ``template`` (Jinja2)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import field_validator
+
+from gpuhost.facts import files as file_facts
+from gpuhost.operations.actions import WriteFile
+from gpuhost.operations.base import Args, Operation, Plan, file_plan, nothing
+from gpuhost.operations.registry import register
+
+if TYPE_CHECKING:
+    from gpuhost.runner.context import HostContext
+
+
+def parse_mode(value: str | int | None) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, int):
+        # YAML reads 0644 as the int 644 in YAML 1.2; treat digits as octal either way
+        value = str(value)
+    value = value.strip()
+    if not value or any(c not in "01234567" for c in value.removeprefix("0o")):
+        raise ValueError(f"'{value}' is not an octal mode such as \"0644\"")
+    return int(value.removeprefix("0o"), 8)
+
+
+class _FileArgs(Args):
+    dest: str
+    mode: str | None = None
+
+    @field_validator("dest")
+    @classmethod
+    def _absolute(cls, v: str) -> str:
+        if not v.startswith("/"):
+            raise ValueError("must be an absolute path")
+        return v
+
+    @field_validator("mode", mode="before")
+    @classmethod
+    def _mode(cls, v: object) -> str | None:
+        if v is None:
+            return None
+        parse_mode(v)  # type: ignore[arg-type]
+        return str(v)
+
+
+def _with_mode(host: HostContext, dest: str, plan: Plan, mode: int | None) -> Plan:
+    """Add a chmod-only change when the content is right but the mode is not."""
+    if plan.changes or mode is None:
+        return plan
+    current = host.fact(file_facts.mode, dest)
+    if current == mode:
+        return plan
+    content = host.fact(file_facts.content, dest) or ""
+    return Plan(reason=f"mode of {dest} {current:o} → {mode:o}",
+                actions=[WriteFile(dest, content, mode, backup=False)])
+
+
+class CopyArgs(_FileArgs):
+    content: str
+
+
+@register
+class Copy(Operation):
+    """A file with exactly the given content."""
+
+    kind = "copy"
+    Args = CopyArgs
+    args: CopyArgs
+
+    def plan(self, host: HostContext) -> Plan:
+        a = self.args
+        mode = parse_mode(a.mode)
+        before = host.fact(file_facts.content, a.dest)
+        return _with_mode(host, a.dest, file_plan(a.dest, before, a.content, mode), mode)
+
+
+class TemplateArgs(_FileArgs):
+    src: str
+
+
+@register
+class Template(Operation):
+    """A file rendered from a Jinja2 template with the host's variables."""
+
+    kind = "template"
+    Args = TemplateArgs
+    args: TemplateArgs
+
+    def plan(self, host: HostContext) -> Plan:
+        a = self.args
+        mode = parse_mode(a.mode)
+        wanted = host.render_template(a.src)
+        before = host.fact(file_facts.content, a.dest)
+        if before == wanted:
+            return _with_mode(host, a.dest, nothing(f"{a.dest} matches {a.src}"), mode)
+        return file_plan(a.dest, before, wanted, mode)

@@ -1,0 +1,86 @@
+"""``line``: one line present in (or absent from) a file, the rest untouched."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import field_validator
+
+from gpuhost.errors import OperationFailed
+from gpuhost.facts import files as file_facts
+from gpuhost.operations.base import Args, Operation, Plan, file_plan, nothing
+from gpuhost.operations.registry import register
+
+if TYPE_CHECKING:
+    from gpuhost.runner.context import HostContext
+
+
+class LineArgs(Args):
+    path: str
+    line: str | None = None
+    regexp: str | None = None
+    state: Literal["present", "absent"] = "present"
+    create: bool = False
+
+    @field_validator("regexp")
+    @classmethod
+    def _compiles(cls, v: str | None) -> str | None:
+        if v is not None:
+            try:
+                re.compile(v)
+            except re.error as exc:
+                raise ValueError(f"invalid regular expression: {exc}") from None
+        return v
+
+    @field_validator("line")
+    @classmethod
+    def _single_line(cls, v: str | None) -> str | None:
+        if v is not None and "\n" in v:
+            raise ValueError("must be a single line")
+        return v
+
+
+def edit_lines(text: str, line: str | None, regexp: str | None, state: str) -> str:
+    """The text with ``line`` ensured present (replacing the last ``regexp`` match) or lines removed."""
+    lines = text.splitlines()
+    pattern = re.compile(regexp) if regexp else None
+
+    def matches(candidate: str) -> bool:
+        return bool(pattern.search(candidate)) if pattern else candidate == line
+
+    if state == "absent":
+        kept = [x for x in lines if not matches(x)]
+    else:
+        assert line is not None
+        kept = list(lines)
+        hits = [i for i, x in enumerate(kept) if matches(x)]
+        if hits:
+            kept[hits[-1]] = line
+        elif line not in kept:
+            kept.append(line)
+    if kept == lines:
+        return text
+    return "\n".join(kept) + "\n" if kept else ""
+
+
+@register
+class Line(Operation):
+    kind = "line"
+    Args = LineArgs
+    args: LineArgs
+
+    def plan(self, host: HostContext) -> Plan:
+        a = self.args
+        if a.state == "present" and a.line is None:
+            raise OperationFailed(f"line: state=present needs 'line' (path {a.path})")
+        if a.state == "absent" and a.line is None and a.regexp is None:
+            raise OperationFailed(f"line: state=absent needs 'line' or 'regexp' (path {a.path})")
+        before = host.fact(file_facts.content, a.path)
+        if before is None:
+            if a.state == "absent":
+                return nothing(f"{a.path} does not exist")
+            if not a.create:
+                raise OperationFailed(f"{a.path} does not exist (set create: true to create it)")
+        after = edit_lines(before or "", a.line, a.regexp, a.state)
+        return file_plan(a.path, before, after, reason_same=f"{a.path}: line already {a.state}")

@@ -1,0 +1,58 @@
+"""``systemd``: a unit enabled and/or started."""
+
+from __future__ import annotations
+
+import shlex
+from typing import TYPE_CHECKING, Literal
+
+from gpuhost.errors import OperationFailed
+from gpuhost.facts import systemd as unit_facts
+from gpuhost.operations.actions import RunCommand
+from gpuhost.operations.base import Args, Operation, Plan, nothing
+from gpuhost.operations.registry import register
+
+if TYPE_CHECKING:
+    from gpuhost.runner.context import HostContext
+
+
+class SystemdArgs(Args):
+    unit: str
+    enabled: bool | None = None
+    state: Literal["started", "stopped", "restarted"] | None = None
+    daemon_reload: bool = False
+
+
+@register
+class Systemd(Operation):
+    kind = "systemd"
+    Args = SystemdArgs
+    args: SystemdArgs
+
+    def plan(self, host: HostContext) -> Plan:
+        a = self.args
+        u = shlex.quote(a.unit)
+        state = host.fact(unit_facts.unit_state, a.unit)
+        actions: list[RunCommand] = []
+        why: list[str] = []
+        if a.daemon_reload and host.fact(unit_facts.systemd_running):
+            actions.append(RunCommand("systemctl daemon-reload"))
+        if a.enabled is not None:
+            if state.enabled == "not-found":
+                raise OperationFailed(f"unit {a.unit} does not exist")
+            is_enabled = state.enabled in ("enabled", "enabled-runtime", "alias", "static", "indirect")
+            if a.enabled and not is_enabled:
+                actions.append(RunCommand(f"systemctl enable {u}"))
+                why.append("enable")
+            elif not a.enabled and state.enabled == "enabled":
+                actions.append(RunCommand(f"systemctl disable {u}"))
+                why.append("disable")
+        if a.state is not None:
+            if not host.fact(unit_facts.systemd_running):
+                raise OperationFailed(f"cannot make {a.unit} {a.state}: systemd is not running on this host")
+            if a.state == "restarted" or (a.state == "started") != (state.active == "active"):
+                verb = {"started": "start", "stopped": "stop", "restarted": "restart"}[a.state]
+                actions.append(RunCommand(f"systemctl {verb} {u}"))
+                why.append(verb)
+        if not why:
+            return nothing(f"{a.unit}: {state.enabled}, {state.active}")
+        return Plan(reason=f"{' and '.join(why)} {a.unit}", actions=list(actions))

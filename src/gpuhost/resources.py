@@ -1,0 +1,28 @@
+"""Where gpuhost's own playbooks and templates live.
+
+In a source checkout (the usual, ``pip install -e .``) they are the repository's top-level
+``playbooks/`` and ``templates/``; an installed wheel carries them under
+``<prefix>/share/gpuhost/``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+_CHECKOUT = Path(__file__).resolve().parents[2]
+
+
+def _find(name: str) -> Path | None:
+    for candidate in (_CHECKOUT / name, Path(sys.prefix) / "share" / "gpuhost" / name):
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def builtin_templates_dir() -> Path | None:
+    return _find("templates")
+
+
+def builtin_playbooks_dir() -> Path | None:
+    return _find("playbooks")

@@ -1,0 +1,61 @@
+"""Everything an operation may know about the host it plans for."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from gpuhost.connection import open_connection
+from gpuhost.connection.base import Connection
+from gpuhost.inventory.models import NodeSpec
+from gpuhost.templating import Templates
+
+T = TypeVar("T")
+
+
+class HostContext:
+    """One host during one run: its connection (opened on first use), variables and fact cache."""
+
+    def __init__(self, node: NodeSpec, variables: dict[str, Any], templates: Templates, *, check: bool,
+                 allow_reboot: bool, connect: Callable[[NodeSpec], Connection] = open_connection) -> None:
+        self.node = node
+        self.name = node.name
+        self.vars = variables
+        self.templates = templates
+        self.check = check
+        self.allow_reboot = allow_reboot
+        self.reboot_required = False
+        self.rebooted = False
+        self._connect = connect
+        self._conn: Connection | None = None
+        self._facts: dict[tuple[Any, ...], Any] = {}
+
+    @property
+    def conn(self) -> Connection:
+        if self._conn is None:
+            self._conn = self._connect(self.node)
+        return self._conn
+
+    def fact(self, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(conn, *args)``, cached until the runner next changes this host."""
+        key = (fn, *args)
+        if key not in self._facts:
+            self._facts[key] = fn(self.conn, *args)
+        return self._facts[key]  # type: ignore[no-any-return]
+
+    def invalidate_facts(self) -> None:
+        self._facts.clear()
+
+    def template_vars(self) -> dict[str, Any]:
+        return {**self.vars, "inventory_hostname": self.name, "node": self.node.model_dump()}
+
+    def render_template(self, name: str) -> str:
+        return self.templates.render_file(name, self.template_vars())
+
+    def render_value(self, value: Any) -> Any:
+        return self.templates.render_value(value, self.template_vars())
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None

@@ -1,0 +1,77 @@
+"""What a run produced: one :class:`TaskResult` per task and host, a summary per host.
+
+:meth:`RunReport.to_json` is the stable ``--json`` object; its schema is
+``docs/schema/run-report.schema.json`` (``schema`` = ``gpuhost.run/1``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from gpuhost.redact import redact
+
+Status = Literal["ok", "changed", "failed", "skipped"]
+SCHEMA = "gpuhost.run/1"
+
+
+@dataclass(frozen=True)
+class TaskResult:
+    host: str
+    play: str
+    task: str
+    operation: str
+    status: Status
+    reason: str
+    duration: float
+    diff: str = ""
+    error: str | None = None
+    handler: bool = False
+    role: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"host": self.host, "play": self.play, "task": self.task, "operation": self.operation,
+                "role": self.role, "handler": self.handler, "status": self.status,
+                "changed": self.status == "changed", "reason": redact(self.reason),
+                "diff": redact(self.diff), "error": redact(self.error) if self.error else None,
+                "duration_s": round(self.duration, 4)}
+
+
+@dataclass
+class HostSummary:
+    ok: int = 0
+    changed: int = 0
+    failed: int = 0
+    skipped: int = 0
+    unreachable: bool = False
+    reboot_required: bool = False
+    rebooted: bool = False
+
+    def count(self, status: Status) -> None:
+        setattr(self, status, getattr(self, status) + 1)
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass
+class RunReport:
+    playbook: str
+    check: bool
+    results: list[TaskResult] = field(default_factory=list)
+    hosts: dict[str, HostSummary] = field(default_factory=dict)
+    duration: float = 0.0
+
+    @property
+    def failed(self) -> bool:
+        return any(h.failed or h.unreachable for h in self.hosts.values())
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.failed else 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"schema": SCHEMA, "playbook": self.playbook, "check": self.check, "ok": not self.failed,
+                "exit_code": self.exit_code, "duration_s": round(self.duration, 4),
+                "hosts": {name: s.to_json() for name, s in self.hosts.items()},
+                "tasks": [r.to_json() for r in self.results]}

@@ -1,0 +1,52 @@
+"""Jinja2 rendering with StrictUndefined: a missing variable is an error, never an empty string."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from gpuhost.errors import TemplateError
+from gpuhost.resources import builtin_templates_dir
+
+
+class Templates:
+    """Finds templates in the given directories, then in gpuhost's own ``templates/``."""
+
+    def __init__(self, search_path: Sequence[Path] = ()) -> None:
+        dirs = [str(p) for p in search_path if p.is_dir()]
+        builtin = builtin_templates_dir()
+        if builtin is not None:
+            dirs.append(str(builtin))
+        self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(dirs), undefined=jinja2.StrictUndefined,
+                                      keep_trailing_newline=True, autoescape=False)
+
+    def render_file(self, name: str, variables: Mapping[str, Any]) -> str:
+        try:
+            return self.env.get_template(name).render(**variables)
+        except jinja2.TemplateNotFound:
+            raise TemplateError(f"template '{name}' not found (looked in: "
+                                f"{', '.join(self.env.loader.searchpath)})") from None  # type: ignore[union-attr]
+        except jinja2.UndefinedError as exc:
+            raise TemplateError(f"template '{name}': {exc.message}") from None
+        except jinja2.TemplateSyntaxError as exc:
+            raise TemplateError(f"template '{exc.name or name}' line {exc.lineno}: {exc.message}") from None
+
+    def render_value(self, value: Any, variables: Mapping[str, Any]) -> Any:
+        """Render every string inside ``value`` (dicts and lists walked) that contains ``{{`` or ``{%``."""
+        if isinstance(value, str):
+            if "{{" not in value and "{%" not in value:
+                return value
+            try:
+                return self.env.from_string(value).render(**variables)
+            except jinja2.UndefinedError as exc:
+                raise TemplateError(f"in '{value}': {exc.message}") from None
+            except jinja2.TemplateSyntaxError as exc:
+                raise TemplateError(f"in '{value}': {exc.message}") from None
+        if isinstance(value, dict):
+            return {k: self.render_value(v, variables) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.render_value(v, variables) for v in value]
+        return value

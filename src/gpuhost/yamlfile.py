@@ -1,0 +1,91 @@
+"""Read YAML keeping line numbers, so errors can point at the file, line and field."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import MarkedYAMLError
+
+from gpuhost.errors import ConfigError
+
+
+def load(path: Path, error: type[ConfigError] = ConfigError) -> Any:
+    """Parse ``path``; a syntax error names its line."""
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise error(f"cannot read: {exc.strerror}", file=str(path)) from None
+    yaml = YAML(typ="rt")
+    try:
+        return yaml.load(text)
+    except MarkedYAMLError as exc:
+        line = exc.problem_mark.line + 1 if exc.problem_mark else None
+        raise error(f"invalid YAML: {exc.problem}", file=str(path), line=line) from None
+
+
+def plain(value: Any) -> Any:
+    """ruamel's commented containers as plain dicts and lists."""
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [plain(v) for v in value]
+    return value
+
+
+def line_of(data: Any, loc: Sequence[str | int]) -> int | None:
+    """1-based line of the deepest element of ``loc`` that exists in ``data``."""
+    line: int | None = None
+    node = data
+    for key in loc:
+        if isinstance(node, CommentedMap):
+            if key not in node:
+                # pydantic reports int keys as ints; YAML may hold them as str or int
+                alt = str(key) if not isinstance(key, str) else (int(key) if key.isdigit() else None)
+                if alt is None or alt not in node:
+                    break
+                key = alt
+            try:
+                line = node.lc.key(key)[0] + 1
+            except (KeyError, TypeError):
+                pass
+            node = node[key]
+        elif isinstance(node, CommentedSeq) and isinstance(key, int) and 0 <= key < len(node):
+            try:
+                line = node.lc.item(key)[0] + 1
+            except (KeyError, TypeError):
+                pass
+            node = node[key]
+        else:
+            break
+    if line is None and isinstance(data, (CommentedMap, CommentedSeq)):
+        line = data.lc.line + 1
+    return line
+
+
+def raise_validation(exc: ValidationError, data: Any, path: Path, error: type[ConfigError],
+                     prefix: Sequence[str | int] = ()) -> None:
+    """Turn pydantic's first error into a :class:`ConfigError` naming file, line and field."""
+    errors = exc.errors()
+    # A misspelt key also makes the real one "missing": report the misspelling.
+    first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
+    loc = [*prefix, *first["loc"]]
+    # drop pydantic's union/function tags such as 'function-after[...]'
+    loc = [p for p in loc if not (isinstance(p, str) and ("[" in p and "]" in p))]
+    field = ".".join(str(p) for p in loc) or None
+    msg = first["msg"]
+    if first["type"] == "extra_forbidden":
+        msg = "unknown field"
+    raise error(msg, file=str(path), line=line_of(data, loc), field=field) from None
+
+
+def parse_scalar(text: str) -> Any:
+    """A command-line value read as YAML (``8`` → 8, ``true`` → True, ``[a, b]`` → list)."""
+    try:
+        return plain(YAML(typ="rt").load(text)) if text.strip() else ""
+    except MarkedYAMLError:
+        return text

@@ -1,0 +1,120 @@
+import hashlib
+from pathlib import Path
+
+from gpuhost.inventory import load_inventory
+from gpuhost.playbook import load_playbook
+from gpuhost.runner import RunOptions, run_playbook
+from tests.support.local import local_inventory
+
+
+def playbook(tmp_path: Path, body: str) -> Path:
+    p = tmp_path / "play.yml"
+    p.write_text(body)
+    return p
+
+
+def test_changes_once_then_converges_and_handler_runs_once(tmp_path):
+    d = tmp_path / "etc"
+    d.mkdir()
+    book = playbook(tmp_path, f"""
+- hosts: all
+  tasks:
+    - name: a
+      line: {{path: {d}/a, line: one, create: true}}
+      notify: count
+    - name: b
+      module_list: {{path: {d}/modules, modules: [vfio]}}
+      notify: count
+  handlers:
+    - name: count
+      command: "echo ran >> {d}/handler.log"
+""")
+    inv = load_inventory(local_inventory(tmp_path, ["h1"]))
+    first = run_playbook(load_playbook(book), inv)
+    assert first.exit_code == 0
+    assert first.hosts["h1"].changed == 3  # two tasks and the handler
+    assert (d / "handler.log").read_text() == "ran\n"
+    second = run_playbook(load_playbook(book), inv)
+    assert second.hosts["h1"].changed == 0 and second.hosts["h1"].ok == 2
+    assert (d / "handler.log").read_text() == "ran\n"
+
+
+def digest(root: Path) -> dict[str, str]:
+    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_check_mode_changes_nothing_but_reports_diffs(tmp_path):
+    d = tmp_path / "etc"
+    d.mkdir()
+    (d / "modules").write_text("# header\n")
+    book = playbook(tmp_path, f"""
+- hosts: all
+  tasks:
+    - module_list: {{path: {d}/modules, modules: [vfio]}}
+      notify: touch
+    - command: {{cmd: "touch {d}/made", creates: "{d}/made"}}
+  handlers:
+    - name: touch
+      command: "touch {d}/handler"
+""")
+    inv = load_inventory(local_inventory(tmp_path, ["h1"]))
+    before = digest(tmp_path)
+    report = run_playbook(load_playbook(book), inv, RunOptions(check=True))
+    assert digest(tmp_path) == before
+    statuses = [(r.operation, r.status) for r in report.results]
+    assert statuses == [("module_list", "changed"), ("command", "changed"), ("command", "changed")]
+    assert "+vfio" in report.results[0].diff
+
+
+def test_failing_host_stops_alone(tmp_path):
+    book = playbook(tmp_path, """
+- hosts: all
+  tasks:
+    - command: {cmd: 'test "{{ inventory_hostname }}" != bad'}
+    - command: {cmd: "true"}
+""")
+    report = run_playbook(load_playbook(book), load_inventory(local_inventory(tmp_path, ["good", "bad"])))
+    assert report.exit_code == 1
+    assert report.hosts["good"].changed == 2 and report.hosts["good"].failed == 0
+    assert report.hosts["bad"].failed == 1 and report.hosts["bad"].changed == 0
+    failed = [r for r in report.results if r.status == "failed"][0]
+    assert "exit 1" in failed.error and "test \"bad\" != bad" in failed.error
+
+
+def test_tags_and_limit(tmp_path):
+    book = playbook(tmp_path, f"""
+- hosts: all
+  tasks:
+    - command: {{cmd: "touch {tmp_path}/{{{{ inventory_hostname }}}}-a"}}
+      tags: [a]
+    - command: {{cmd: "touch {tmp_path}/{{{{ inventory_hostname }}}}-b"}}
+      tags: [b]
+""")
+    inv = load_inventory(local_inventory(tmp_path, ["h1", "h2"]))
+    run_playbook(load_playbook(book), inv, RunOptions(tags=frozenset({"a"}), limit="h2"))
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("h")) == ["h2-a"]
+
+
+def test_reboot_is_never_done_without_consent(tmp_path):
+    book = playbook(tmp_path, """
+- hosts: all
+  tasks:
+    - reboot: {reason: kernel command line changed}
+""")
+    report = run_playbook(load_playbook(book), load_inventory(local_inventory(tmp_path, ["h1"])))
+    r = report.results[0]
+    assert r.status == "skipped" and "--allow-reboot" in r.reason
+    assert report.hosts["h1"].reboot_required is True
+    assert report.exit_code == 0
+
+
+def test_extra_vars_override_everything(tmp_path):
+    book = playbook(tmp_path, f"""
+- hosts: all
+  vars: {{name: play}}
+  tasks:
+    - copy: {{dest: "{tmp_path}/out", content: "{{{{ name }}}}"}}
+""")
+    run_playbook(load_playbook(book), load_inventory(local_inventory(tmp_path, ["h1"], {"name": "inv"})),
+                 RunOptions(extra_vars={"name": "cli"}))
+    assert (tmp_path / "out").read_text() == "cli"

@@ -1,0 +1,89 @@
+"""``gpuhost lab up|down|status``: simulated Proxmox VE nodes on loopback addresses."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import typer
+
+from gpuhost.cli.app import app
+from gpuhost.errors import GpuhostError, UsageError
+from gpuhost.lab import manager
+from gpuhost.lab.layout import DEFAULT_STATE_DIR
+from gpuhost.lab.spec import DEFAULT_BASE_ADDRESS, plan_nodes
+
+lab_app = typer.Typer(
+    help="Simulated Proxmox VE nodes reachable over real SSH and HTTPS, for rehearsals and tests.",
+    no_args_is_help=True,
+)
+app.add_typer(lab_app, name="lab")
+
+StateDir = typer.Option(DEFAULT_STATE_DIR, "--state-dir", help="Where the lab keeps its state.")
+
+
+def _fail(exc: GpuhostError) -> None:
+    typer.echo(f"error: {exc}", err=True)
+    raise typer.Exit(exc.exit_code)
+
+
+@lab_app.command("up")
+def up(
+    nodes: int = typer.Option(1, "--nodes", "-n", help="How many nodes to start."),
+    boot: str = typer.Option("systemd-boot", "--boot", help="Bootloader of every node: grub or systemd-boot."),
+    cpu: str = typer.Option("amd", "--cpu", help="CPU vendor of every node: amd or intel."),
+    pve: int = typer.Option(8, "--pve", help="Proxmox VE major version: 8 or 9."),
+    address: str = typer.Option(DEFAULT_BASE_ADDRESS, "--address", help="Address of the first node (127.0.0.0/8)."),
+    seed: list[Path] = typer.Option([], "--seed", help="Directory copied into every node's root (repeatable)."),
+    state_dir: Path = StateDir,
+) -> None:
+    """Start N nodes and write an inventory for them."""
+    try:
+        plan = plan_nodes(nodes, base_address=address, boot=boot, cpu=cpu, pve=pve)
+        for d in seed:
+            if not d.is_dir():
+                raise UsageError(f"--seed {d}: not a directory")
+        started = time.monotonic()
+        info = manager.up(plan, state_dir, seed_dirs=seed)
+    except GpuhostError as exc:
+        _fail(exc)
+        return
+    elapsed = time.monotonic() - started
+    typer.echo(f"lab up: {len(info.nodes)} node(s) in {elapsed:.1f} s")
+    _print_nodes(info.nodes)
+    typer.echo(f"inventory: {info.inventory}")
+
+
+@lab_app.command("down")
+def down(state_dir: Path = StateDir) -> None:
+    """Stop every node the lab started and remove its state."""
+    try:
+        stopped = manager.down(state_dir)
+    except GpuhostError as exc:
+        _fail(exc)
+        return
+    typer.echo("lab down: stopped and removed" if stopped else f"lab down: no lab in {state_dir}")
+
+
+@lab_app.command("status")
+def status(state_dir: Path = StateDir) -> None:
+    """List the lab's nodes."""
+    try:
+        info = manager.status(state_dir)
+    except GpuhostError as exc:
+        _fail(exc)
+        return
+    if info.supervisor_pid is None:
+        typer.echo(f"lab in {state_dir}: supervisor not running (nodes are down); run gpuhost lab down")
+    else:
+        typer.echo(f"lab in {state_dir}: supervisor pid {info.supervisor_pid}")
+    _print_nodes(info.nodes)
+    typer.echo(f"inventory: {info.inventory}")
+
+
+def _print_nodes(nodes: list[dict[str, object]]) -> None:
+    typer.echo(f"{'NODE':<10} {'ADDRESS':<16} {'STATE':<10} {'BOOT':<13} {'CPU':<6} {'PVE':<4} CMDLINE")
+    for n in nodes:
+        state = "rebooting" if n.get("rebooting") else ("running" if n.get("running") else "stopped")
+        typer.echo(f"{n['name']!s:<10} {n['address']!s:<16} {state:<10} {n['boot']!s:<13} {n['cpu']!s:<6} "
+                   f"{n['pve']!s:<4} {n.get('cmdline', '')}")

@@ -1,0 +1,233 @@
+"""``gpuhost lab up|down|status``: start a lab, stop exactly what it started, report on it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpuhost.errors import LabError, UsageError
+from gpuhost.lab import control
+from gpuhost.lab.boot_script import BOOT_SCRIPT
+from gpuhost.lab.credentials import new_ca, new_password, new_token_secret, ssh_keygen, write_secret
+from gpuhost.lab.inventory import render_inventory
+from gpuhost.lab.layout import LabLayout
+from gpuhost.lab.seed import NodeSecrets, SeedHook, seed_node
+from gpuhost.lab.spec import LabSpec, NodeSpec
+
+SUPERVISOR_START_TIMEOUT_S = 90.0
+REQUIRED_COMMANDS = ("unshare", "mount", "ssh-keygen", "openssl", "/usr/sbin/sshd")
+
+
+@dataclass(frozen=True)
+class LabInfo:
+    state_dir: Path
+    inventory: Path
+    nodes: list[dict[str, object]]
+    supervisor_pid: int | None
+
+
+def require_root() -> None:
+    if os.geteuid() != 0:
+        raise LabError("gpuhost lab needs root: it creates mount, UTS and PID namespaces and runs sshd "
+                       "for every node (run it with sudo, or as root in CI)")
+
+
+def _require_tools() -> None:
+    missing = [c for c in REQUIRED_COMMANDS if shutil.which(c) is None and not Path(c).exists()]
+    if missing:
+        hint = " (apt-get install openssh-server)" if "/usr/sbin/sshd" in missing else ""
+        raise LabError(f"the lab needs {', '.join(missing)}{hint}")
+
+
+def up(nodes: list[NodeSpec], state_dir: Path, seed_dirs: list[Path] | None = None,
+       hooks: list[SeedHook] | None = None, tie_to_caller: bool = False) -> LabInfo:
+    """Create the lab's state, seed its nodes, and start the supervisor that boots them.
+
+    ``tie_to_caller``: the supervisor dies with the calling process (for test fixtures)."""
+    require_root()
+    _require_tools()
+    layout = LabLayout(state_dir)
+    _claim_state_dir(layout)
+    try:
+        spec = LabSpec(nodes=nodes, seed_dirs=[str(d) for d in seed_dirs or []])
+        _write_lab(layout, spec, [Path(d) for d in spec.seed_dirs], hooks or [])
+        _start_supervisor(layout, tie_to_caller)
+    except BaseException:
+        _stop_and_remove(layout)
+        raise
+    return status(state_dir)
+
+
+def down(state_dir: Path) -> bool:
+    """Stop the supervisor (and with it every node), then remove the state. False if no lab."""
+    require_root()
+    layout = LabLayout(state_dir)
+    if not layout.spec_file.exists():
+        return False
+    _stop_and_remove(layout)
+    return True
+
+
+def status(state_dir: Path) -> LabInfo:
+    layout = LabLayout(state_dir)
+    if not layout.spec_file.exists():
+        raise LabError(f"no lab in {state_dir} (start one with: gpuhost lab up)")
+    pid = _supervisor_pid(layout)
+    if pid is None:
+        spec = LabSpec.from_file(layout.spec_file)
+        nodes = [{"name": n.name, "address": n.address, "boot": n.boot, "cpu": n.cpu, "pve": n.pve,
+                  "running": False} for n in spec.nodes]
+        return LabInfo(state_dir, layout.inventory_file, nodes, None)
+    data = control.request_json(layout.control_socket, "status")
+    return LabInfo(state_dir, layout.inventory_file, data["nodes"], pid)
+
+
+def reboot_node(state_dir: Path, name: str) -> None:
+    control.request(LabLayout(state_dir).control_socket, f"reboot {name}")
+
+
+# ---- internals ------------------------------------------------------------------------------
+
+def _claim_state_dir(layout: LabLayout) -> None:
+    if layout.spec_file.exists():
+        if _supervisor_pid(layout) is not None:
+            raise LabError(f"a lab is already running in {layout.root} (stop it with: gpuhost lab down"
+                           f"{'' if layout.root == Path('/run/gpuhost-lab') else f' --state-dir {layout.root}'})")
+        _stop_and_remove(layout)          # leftovers of a lab whose supervisor died
+    layout.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(layout.root, 0o700)
+    if any(layout.root.iterdir()):
+        raise UsageError(f"state directory {layout.root} is not empty and holds no lab")
+
+
+def _write_lab(layout: LabLayout, spec: LabSpec, seed_dirs: list[Path], hooks: list[SeedHook]) -> None:
+    names = [n.name for n in spec.nodes]
+    addresses = [n.address for n in spec.nodes]
+    if len(set(names)) != len(names) or len(set(addresses)) != len(addresses):
+        raise UsageError("lab node names and addresses must be unique")
+    layout.boot_script.write_text(BOOT_SCRIPT)
+    ssh_keygen(layout.client_key, "gpuhost-lab-client")
+    ca = new_ca()
+    layout.ca_cert.write_bytes(ca.cert_pem)
+    password = new_password()
+    write_secret(layout.root_password_file, password + "\n")
+    password_hash = _hash_password(password)
+    known_hosts = []
+    for node in spec.nodes:
+        host_key = layout.root / "nodes" / node.name / "ssh_host_ed25519_key"
+        host_key.parent.mkdir(parents=True, exist_ok=True)
+        ssh_keygen(host_key, f"root@{node.name}")
+        public = host_key.with_suffix(".pub").read_bytes()
+        known_hosts.append(f"{node.address} {' '.join(public.decode().split()[:2])}\n")
+        token_secret = new_token_secret()
+        write_secret(layout.token_file(node.name), token_secret + "\n")
+        secrets = NodeSecrets(
+            client_public_key=layout.client_key.with_suffix(".pub").read_text(),
+            host_key_private=host_key.read_bytes(), host_key_public=public,
+            tls=ca.issue(node.name, node.address), ca_pem=ca.cert_pem, token_id=spec.token_id,
+            token_secret=token_secret, root_password_hash=password_hash)
+        seed_node(layout.node(node.name), node, secrets, seed_dirs, hooks)
+    layout.known_hosts.write_text("".join(known_hosts))
+    layout.spec_file.write_text(spec.to_json())
+    layout.inventory_file.write_text(render_inventory(layout, spec))
+
+
+def _hash_password(password: str) -> str:
+    result = subprocess.run(["openssl", "passwd", "-6", "-stdin"], input=password + "\n",
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        raise LabError(f"openssl passwd failed (exit {result.returncode}): {result.stderr.strip()}")
+    return result.stdout.strip()
+
+
+def _start_supervisor(layout: LabLayout, tie_to_caller: bool) -> None:
+    log = open(layout.supervisor_log, "ab")
+    preexec = None
+    if tie_to_caller:
+        from gpuhost.lab.nodeproc import _die_with_parent as preexec  # noqa: N813
+    try:
+        proc = subprocess.Popen([sys.executable, "-m", "gpuhost.lab.supervisor", str(layout.root)],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
+                                start_new_session=not tie_to_caller, close_fds=True, preexec_fn=preexec)
+    finally:
+        log.close()
+    assert proc.stdout is not None
+    deadline = time.monotonic() + SUPERVISOR_START_TIMEOUT_S
+    line = proc.stdout.readline().decode().strip()
+    proc.stdout.close()
+    if line != "ready":
+        proc.wait(max(1.0, deadline - time.monotonic()))
+        detail = line or _tail(layout.supervisor_log)
+        raise LabError(f"the lab did not start: {detail}")
+
+
+def _supervisor_pid(layout: LabLayout) -> int | None:
+    try:
+        pid = int(layout.supervisor_pid_file.read_text().strip())
+    except (OSError, ValueError):
+        return None
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    if b"gpuhost.lab.supervisor" not in cmdline or str(layout.root).encode() not in cmdline:
+        return None
+    return pid
+
+
+def _stop_and_remove(layout: LabLayout) -> None:
+    pid = _supervisor_pid(layout)
+    if pid is not None:
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 30
+        while Path(f"/proc/{pid}").exists() and time.monotonic() < deadline:
+            _reap(pid)
+            time.sleep(0.02)
+        if Path(f"/proc/{pid}").exists():
+            os.kill(pid, signal.SIGKILL)   # its nodes die with it (PR_SET_PDEATHSIG)
+            time.sleep(0.1)
+            _reap(pid)
+    _wait_unmounted(layout.root)
+    shutil.rmtree(layout.root, ignore_errors=True)
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+
+
+def _wait_unmounted(root: Path, timeout: float = 10.0) -> None:
+    """Never delete a directory something is still mounted on (it would delete through the mount)."""
+    prefix = str(root.resolve()) + "/"
+    deadline = time.monotonic() + timeout
+    while True:
+        mounted = [m for m in _mount_points() if m.startswith(prefix)]
+        if not mounted:
+            return
+        if time.monotonic() > deadline:
+            raise LabError(f"still mounted under {root}: {', '.join(mounted[:5])}; not removing it")
+        time.sleep(0.05)
+
+
+def _mount_points() -> list[str]:
+    points = []
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        fields = line.split()
+        if len(fields) > 4:
+            points.append(fields[4].replace("\\040", " "))
+    return points
+
+
+def _tail(path: Path, lines: int = 10) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""

@@ -1,0 +1,86 @@
+"""What a lab consists of: its nodes and how each one boots."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from gpuhost.errors import LabError, UsageError
+
+BootLoader = Literal["grub", "systemd-boot"]
+CpuVendor = Literal["amd", "intel"]
+BOOTLOADERS: tuple[str, ...] = ("grub", "systemd-boot")
+CPU_VENDORS: tuple[str, ...] = ("amd", "intel")
+PVE_MAJORS: tuple[int, ...] = (8, 9)
+DEFAULT_BASE_ADDRESS = "127.0.100.1"
+TOKEN_ID = "root@pam!gpuhost"
+MAX_NODES = 200
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    name: str
+    address: str
+    boot: BootLoader = "systemd-boot"
+    cpu: CpuVendor = "amd"
+    pve: int = 8
+
+
+@dataclass
+class LabSpec:
+    nodes: list[NodeSpec]
+    token_id: str = TOKEN_ID
+    seed_dirs: list[str] = field(default_factory=list)
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2) + "\n"
+
+    @classmethod
+    def from_file(cls, path: Path) -> "LabSpec":
+        try:
+            data = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise LabError(f"cannot read lab state {path}: {exc}") from exc
+        return cls(nodes=[NodeSpec(**n) for n in data["nodes"]], token_id=data["token_id"],
+                   seed_dirs=list(data.get("seed_dirs", [])))
+
+    def node(self, name: str) -> NodeSpec:
+        for node in self.nodes:
+            if node.name == name:
+                return node
+        raise LabError(f"no lab node named {name!r}")
+
+
+def require_loopback(address: str) -> None:
+    """Lab nodes listen on loopback only: a stray address could reach a real machine."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError as exc:
+        raise UsageError(f"not an IP address: {address!r}") from exc
+    if ip.version != 4 or not ip.is_loopback:
+        raise UsageError(f"lab nodes must use 127.0.0.0/8 addresses, got {address}")
+
+
+def plan_nodes(count: int, *, base_address: str = DEFAULT_BASE_ADDRESS, boot: str = "systemd-boot",
+               cpu: str = "amd", pve: int = 8, name_prefix: str = "pve") -> list[NodeSpec]:
+    """``count`` nodes named pve1..pveN on consecutive loopback addresses from ``base_address``."""
+    if not 1 <= count <= MAX_NODES:
+        raise UsageError(f"--nodes must be between 1 and {MAX_NODES}, got {count}")
+    if boot not in BOOTLOADERS:
+        raise UsageError(f"--boot must be one of {', '.join(BOOTLOADERS)}, got {boot!r}")
+    if cpu not in CPU_VENDORS:
+        raise UsageError(f"--cpu must be one of {', '.join(CPU_VENDORS)}, got {cpu!r}")
+    if pve not in PVE_MAJORS:
+        raise UsageError(f"--pve must be one of {', '.join(map(str, PVE_MAJORS))}, got {pve}")
+    require_loopback(base_address)
+    first = ipaddress.ip_address(base_address)
+    nodes = []
+    for i in range(count):
+        address = str(first + i)
+        require_loopback(address)
+        nodes.append(NodeSpec(name=f"{name_prefix}{i + 1}", address=address, boot=boot,  # type: ignore[arg-type]
+                              cpu=cpu, pve=pve))  # type: ignore[arg-type]
+    return nodes

@@ -1,0 +1,191 @@
+"""The process that owns a lab's nodes (``python -m gpuhost.lab.supervisor STATE_DIR``).
+
+``lab up`` starts it detached; it boots every node, answers on a control socket (status, stop,
+reboot) and on one socket per node (the node's ``reboot`` command). Each node's ``unshare`` has
+PR_SET_PDEATHSIG, so if this process dies for any reason its nodes die with it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+
+from gpuhost.lab.layout import LabLayout
+from gpuhost.lab.nodeproc import NodeProcess
+from gpuhost.lab.spec import LabSpec
+
+READY_TIMEOUT_S = 60.0
+REBOOT_DELAY_S = 0.3
+
+
+class Supervisor:
+    def __init__(self, layout: LabLayout) -> None:
+        self.layout = layout
+        self.spec = LabSpec.from_file(layout.spec_file)
+        self.nodes = {n.name: NodeProcess(n, layout) for n in self.spec.nodes}
+        self.selector = selectors.DefaultSelector()
+        self.listeners: list[tuple[socket.socket, str | None]] = []
+        self.pending_reboots: dict[str, float] = {}
+        self.stopping = False
+
+    # ---- lifecycle ------------------------------------------------------------------------
+
+    def boot_all(self) -> None:
+        for node in self.nodes.values():
+            node.start()
+        deadline = time.monotonic() + READY_TIMEOUT_S
+        waiting = set(self.nodes)
+        while waiting:
+            for name in sorted(waiting):
+                node = self.nodes[name]
+                if not node.running():
+                    raise RuntimeError(f"node {name} exited during boot (exit {node.proc.returncode if node.proc else '?'}); "
+                                       f"see {node.layout.console_log}: {_tail(node.layout.console_log)}")
+                if node.ready():
+                    waiting.discard(name)
+            if waiting and time.monotonic() > deadline:
+                raise RuntimeError(f"nodes not reachable after {READY_TIMEOUT_S:.0f} s: {', '.join(sorted(waiting))}")
+            if waiting:
+                time.sleep(0.02)
+
+    def stop_all(self) -> None:
+        for node in self.nodes.values():
+            node.stop()
+
+    def reboot(self, name: str) -> None:
+        node = self.nodes[name]
+        node.stop()
+        node.start()
+
+    # ---- control sockets ------------------------------------------------------------------
+
+    def listen(self) -> None:
+        self._listen(self.layout.control_socket, None)
+        for name in self.nodes:
+            self._listen(self.layout.node(name).ctl / "supervisor.sock", name)
+
+    def _listen(self, path: Path, node: str | None) -> None:
+        if path.exists() or path.is_socket():
+            path.unlink()
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.bind(str(path))
+        os.chmod(path, 0o600)
+        sock.listen(16)
+        sock.setblocking(False)
+        self.selector.register(sock, selectors.EVENT_READ, node)
+        self.listeners.append((sock, str(path)))
+
+    def serve(self) -> None:
+        while not self.stopping:
+            timeout = 0.2
+            if self.pending_reboots:
+                timeout = max(0.0, min(self.pending_reboots.values()) - time.monotonic())
+            for key, _ in self.selector.select(timeout):
+                self._handle(key.fileobj, key.data)  # type: ignore[arg-type]
+            now = time.monotonic()
+            for name, when in list(self.pending_reboots.items()):
+                if when <= now:
+                    del self.pending_reboots[name]
+                    self.reboot(name)
+
+    def _handle(self, listener: socket.socket, node: str | None) -> None:
+        try:
+            conn, _ = listener.accept()
+        except BlockingIOError:
+            return
+        with conn:
+            conn.settimeout(5)
+            try:
+                line = conn.makefile("r").readline().strip()
+                reply = self._command(line, node)
+            except Exception as exc:  # report, keep serving
+                reply = f"error: {exc}"
+            try:
+                conn.sendall(reply.encode() + b"\n")
+            except OSError:
+                pass
+
+    def _command(self, line: str, node: str | None) -> str:
+        words = line.split()
+        if not words:
+            return "error: empty command"
+        verb, args = words[0], words[1:]
+        if node is not None:          # a node's own socket: it may only reboot itself
+            if verb == "reboot":
+                self.pending_reboots[node] = time.monotonic() + REBOOT_DELAY_S
+                return "ok"
+            return f"error: unknown command {verb!r}"
+        if verb == "status":
+            return json.dumps(self.status())
+        if verb == "reboot" and len(args) == 1 and args[0] in self.nodes:
+            self.pending_reboots[args[0]] = time.monotonic() + REBOOT_DELAY_S
+            return "ok"
+        if verb == "stop":
+            self.stopping = True
+            return "ok"
+        return f"error: unknown command {line!r}"
+
+    def status(self) -> dict[str, object]:
+        return {"pid": os.getpid(), "nodes": [
+            {"name": n.spec.name, "address": n.spec.address, "boot": n.spec.boot, "cpu": n.spec.cpu,
+             "pve": n.spec.pve, "running": n.running(), "init_pid": n.init_pid(), "boots": n.boots,
+             "rebooting": n.spec.name in self.pending_reboots, "cmdline": n.cmdline,
+             "started_at": n.started_at}
+            for n in self.nodes.values()]}
+
+    def close(self) -> None:
+        for sock, path in self.listeners:
+            sock.close()
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
+def _tail(path: Path, lines: int = 5) -> str:
+    try:
+        return " | ".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""
+
+
+def main(argv: list[str]) -> int:
+    layout = LabLayout(Path(argv[0]))
+    sup = Supervisor(layout)
+
+    def on_term(signum: int, frame: object) -> None:
+        sup.stopping = True
+
+    signal.signal(signal.SIGTERM, on_term)
+    signal.signal(signal.SIGINT, on_term)
+    layout.supervisor_pid_file.write_text(f"{os.getpid()}\n")
+    try:
+        sup.listen()
+        sup.boot_all()
+    except Exception as exc:
+        sup.stop_all()
+        sup.close()
+        print(f"error: {exc}", flush=True)
+        return 1
+    print("ready", flush=True)
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    try:
+        sup.serve()
+    finally:
+        sup.stop_all()
+        sup.close()
+        try:
+            layout.supervisor_pid_file.unlink()
+        except OSError:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

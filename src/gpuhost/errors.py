@@ -117,3 +117,9 @@ class OperationFailed(GpuhostError):
 
 class ProbeError(GpuhostError):
     exit_code = 2
+
+
+class LabError(GpuhostError):
+    """The lab (simulated Proxmox VE nodes) cannot start, stop or report."""
+
+    exit_code = 2

@@ -8,8 +8,25 @@ from typing import Any
 
 import jinja2
 
-from gpuhost.errors import TemplateError
+from gpuhost.errors import SecretError, TemplateError
+from gpuhost.inventory.secrets import read_secret
 from gpuhost.resources import builtin_templates_dir
+
+
+def _secret_env(name: str) -> str:
+    """``{{ secret_env('PVE_TOKEN') }}``: a secret from the environment, masked in all output."""
+    try:
+        return read_secret(f"secret_env('{name}')", env=name) or ""
+    except SecretError as exc:
+        raise TemplateError(str(exc)) from None
+
+
+def _secret_file(path: str) -> str:
+    """``{{ secret_file('/root/token') }}``: a secret from a 0600 file, masked in all output."""
+    try:
+        return read_secret(f"secret_file('{path}')", file=path) or ""
+    except SecretError as exc:
+        raise TemplateError(str(exc)) from None
 
 
 class Templates:
@@ -22,6 +39,8 @@ class Templates:
             dirs.append(str(builtin))
         self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(dirs), undefined=jinja2.StrictUndefined,
                                       keep_trailing_newline=True, autoescape=False)
+        self.env.globals["secret_env"] = _secret_env
+        self.env.globals["secret_file"] = _secret_file
 
     def render_file(self, name: str, variables: Mapping[str, Any]) -> str:
         try:

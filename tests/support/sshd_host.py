@@ -35,7 +35,8 @@ mount -t tmpfs -o mode=1777 tmp "$R/tmp"
 [ -d "$R/farm" ] && mount -t tmpfs -o mode=0755 hide "$R/farm"
 echo "$name" > "$R/etc/hostname"; hostname "$name"
 mkdir -p "$R/run/sshd"
-rm -rf "$R/root"; mkdir -m 700 "$R/root" "$R/root/.ssh"
+mount -t tmpfs -o mode=0700 home "$R/root"   # a clean /root (the machine's holds pyenv etc.)
+mkdir -m 700 "$R/root/.ssh"
 cp /etc/skel/.bashrc /etc/skel/.profile "$R/root/"
 install -m 600 "$base/client_key.pub" "$R/root/.ssh/authorized_keys"
 rm -f "$R"/etc/ssh/ssh_host_*

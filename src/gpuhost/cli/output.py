@@ -39,7 +39,7 @@ class LivePrinter:
         if r.status == "changed" and self.check:
             label = "would change"
         line = Text(f"[{r.host}] ")
-        line += Text(f"{label:<12}", style=_STYLE[r.status])
+        line += Text(f"{label:<13}", style=_STYLE[r.status])
         line += Text(("handler: " if r.handler else "") + r.task)
         detail = r.error or r.reason
         if detail:

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Install what gpuhost needs on Debian 12 (as root): OpenSSH server (for the lab and the
+# tests; never started on 0.0.0.0:22), python3-venv, and a virtualenv in .venv.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export DEBIAN_FRONTEND=noninteractive
+
+need=()
+[ -x /usr/sbin/sshd ] || need+=(openssh-server)
+command -v unshare >/dev/null || need+=(util-linux)
+python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
+if [ ${#need[@]} -gt 0 ]; then
+  # apt must not start sshd (it would listen on 0.0.0.0:22): policy-rc.d says no. A policy
+  # that was there before is put back afterwards; with none, ours stays (and says why).
+  saved=""
+  if [ -e /usr/sbin/policy-rc.d ]; then saved=$(mktemp); cp -p /usr/sbin/policy-rc.d "$saved"; fi
+  printf '#!/bin/sh\n# gpuhost: keep apt from starting services such as sshd on 0.0.0.0:22\nexit 101\n' \
+    > /usr/sbin/policy-rc.d
+  chmod 755 /usr/sbin/policy-rc.d
+  trap '[ -z "$saved" ] || mv -f "$saved" /usr/sbin/policy-rc.d' EXIT
+  apt-get update -q
+  apt-get install -y -q --no-install-recommends "${need[@]}"
+fi
+
+[ -x .venv/bin/python ] || python3 -m venv .venv
+.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test,plot]"

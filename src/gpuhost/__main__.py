@@ -1,0 +1,3 @@
+from gpuhost.cli.app import main
+
+main()

@@ -64,6 +64,7 @@ def seed_node(layout: NodeLayout, spec: NodeSpec, secrets: NodeSecrets, seed_dir
         name=spec.name, address=spec.address, boot=spec.boot, cpu=spec.cpu, pve=spec.pve,
         kernel=kernel_for(spec.pve), root_fs="zfs" if spec.boot == "systemd-boot" else "lvm",
         esp_uuids=[_esp_uuid(spec.name)] if spec.boot == "systemd-boot" else [], token_id=secrets.token_id,
+        extra={"hide_paths": sorted({str(layout.dir.parent.parent), "/work"})},
     )
     _identity(up, spec)
     _clean_root_home(up, secrets.client_public_key)

@@ -1,0 +1,265 @@
+"""The API paths gpuhost uses, shared by ``pvesh`` (as root@pam) and the HTTPS server (as the
+logged-in user or API token). ``handle`` returns the ``data`` of PVE's JSON answer."""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from gpuhost.lab.node import guests, lxc, qemu, tasks
+from gpuhost.lab.node.errors import PveError, param_error
+from gpuhost.lab.node.state import load as load_state
+
+Params = dict[str, str]
+_CONTROL = {"delete", "revert", "digest", "skiplock", "node", "vmid", "current", "snapshot", "background_delay"}
+
+
+class NotImplementedRoute(PveError):
+    pass
+
+
+def _bool(params: Params, key: str) -> bool:
+    return str(params.get(key, "0")).lower() in ("1", "true", "yes", "on")
+
+
+def _split(value: str | None) -> list[str]:
+    return [v for v in re.split(r"[,;\s]+", value or "") if v]
+
+
+def _options(params: Params) -> Params:
+    return {k: v for k, v in params.items() if k not in _CONTROL}
+
+
+def _check_node(node: str) -> None:
+    if node != guests.nodename():
+        raise PveError(f"hostname lookup '{node}' failed - failed to get address info for: {node}: "
+                       "Name or service not known", http_status=500)
+
+
+def version_info() -> dict[str, str]:
+    from gpuhost.lab.node.versions import manager_version
+    version, build = manager_version()
+    return {"version": version, "release": version.rsplit(".", 1)[0], "repoid": build}
+
+
+def handle(method: str, path: str, params: Params, authuser: str) -> object:
+    method = method.upper()
+    path = "/" + path.strip("/")
+    for pattern, handlers in ROUTES:
+        m = pattern.fullmatch(path)
+        if m:
+            handler = handlers.get(method)
+            if handler is None:
+                raise NotImplementedRoute(f"Method '{method} {path}' not implemented", http_status=501)
+            args = m.groupdict()
+            if "node" in args:
+                _check_node(args["node"])
+            if "vmid" in args:
+                args["vmid"] = guests.parse_vmid(args["vmid"])  # type: ignore[assignment]
+            return handler(params=params, authuser=authuser, **args)
+    raise NotImplementedRoute(f"Method '{method} {path}' not implemented", http_status=501)
+
+
+# ---- handlers -------------------------------------------------------------------------------
+
+def _nodes(**_: object) -> object:
+    st = load_state()
+    return [{"node": st.name, "status": "online", "type": "node", "id": f"node/{st.name}", "level": "",
+             "maxcpu": 64, "maxmem": 540_000_000_000, "ssl_fingerprint": ""}]
+
+
+def _node_index(**_: object) -> object:
+    return [{"name": n} for n in ("apt", "capabilities", "disks", "hardware", "lxc", "network", "qemu", "status",
+                                  "storage", "tasks", "version")]
+
+
+def _node_status(**_: object) -> object:
+    from gpuhost.lab.node.versions import manager_version
+    st = load_state()
+    version, build = manager_version()
+    return {"kversion": f"Linux {st.kernel} #1 SMP PREEMPT_DYNAMIC PMX", "pveversion": f"pve-manager/{version}/{build}",
+            "current-kernel": {"release": st.kernel, "sysname": "Linux", "machine": "x86_64"},
+            "boot-info": {"mode": "efi" if st.boot == "systemd-boot" else "legacy-bios", "secureboot": 0},
+            "cpuinfo": {"model": "AMD EPYC 9554 64-Core Processor" if st.cpu == "amd" else
+                        "INTEL(R) XEON(R) PLATINUM 8592+", "cpus": 128, "sockets": 2}}
+
+
+def _qemu_list(**_: object) -> object:
+    return qemu.list_vms()
+
+
+def _qemu_create(params: Params, authuser: str, **_: object) -> object:
+    vmid = guests.parse_vmid(params.get("vmid", ""))
+    options = _options(params)
+    from gpuhost.lab.node import schema
+    schema.check_vm_modify_perm(authuser, list(options), options, {})
+    return tasks.run(guests.nodename(), "qmcreate", str(vmid), authuser, lambda: qemu.create(vmid, options))
+
+
+def _qemu_index(**_: object) -> object:
+    return [{"subdir": s} for s in ("config", "pending", "status", "snapshot", "migrate")]
+
+
+def _qemu_destroy(vmid: int, authuser: str, **_: object) -> object:
+    guests.load("qemu", vmid)
+    return tasks.run(guests.nodename(), "qmdestroy", str(vmid), authuser, lambda: qemu.destroy(vmid))
+
+
+def _qemu_config_get(vmid: int, params: Params, **_: object) -> object:
+    return qemu.config(vmid, current=_bool(params, "current"), snapshot=params.get("snapshot"))
+
+
+def _qemu_config_put(vmid: int, params: Params, authuser: str, **_: object) -> object:
+    qemu.update(vmid, _options(params), _split(params.get("delete")), _split(params.get("revert")),
+                authuser=authuser, digest=params.get("digest"), skiplock=_bool(params, "skiplock"))
+    return None
+
+
+def _qemu_config_post(vmid: int, params: Params, authuser: str, **_: object) -> object:
+    options = _options(params)
+    delete, revert = _split(params.get("delete")), _split(params.get("revert"))
+    guests.load("qemu", vmid)
+    # parameter and permission errors come back at once, like PVE's pre-fork checks
+    from gpuhost.lab.node import schema
+    for key in options:
+        schema.check_key("qemu", key)
+    schema.check_vm_modify_perm(authuser, list(options) + delete, options,
+                                {k: str(v) for k, v in qemu.config(vmid).items()})
+    return tasks.run(guests.nodename(), "qmconfig", str(vmid), authuser,
+                     lambda: [] if qemu.update(vmid, options, delete, revert, authuser=authuser,
+                                               digest=params.get("digest")) is None else [])
+
+
+def _qemu_pending(vmid: int, **_: object) -> object:
+    return qemu.pending_view(vmid)
+
+
+def _status_index(**_: object) -> object:
+    return [{"subdir": s} for s in ("current", "start", "stop", "shutdown", "reboot")]
+
+
+def _qemu_status(vmid: int, **_: object) -> object:
+    return qemu.status(vmid)
+
+
+def _qemu_action(action: str) -> Callable[..., object]:
+    def run(vmid: int, params: Params, authuser: str, **_: object) -> object:
+        guests.load("qemu", vmid)
+        if _bool(params, "skiplock") and authuser != "root@pam":
+            raise param_error({"skiplock": "Only root may use this option."})
+        work = {"start": lambda: qemu.start(vmid), "stop": lambda: qemu.stop(vmid),
+                "shutdown": lambda: qemu.shutdown(vmid),
+                "reboot": lambda: (qemu.shutdown(vmid), qemu.start(vmid)) and None}[action]
+        return tasks.run(guests.nodename(), f"qm{action}", str(vmid), authuser, lambda: work() and None)
+    return run
+
+
+def _lxc_list(**_: object) -> object:
+    return lxc.list_cts()
+
+
+def _lxc_create(params: Params, authuser: str, **_: object) -> object:
+    vmid = guests.parse_vmid(params.get("vmid", ""))
+    ostemplate = params.get("ostemplate")
+    if not ostemplate:
+        raise param_error({"ostemplate": "property is missing and it is not optional"})
+    options = {k: v for k, v in params.items() if k not in ("vmid", "ostemplate", "node", "start")}
+    from gpuhost.lab.node import schema
+    schema.check_ct_modify_perm(authuser, list(options))
+    for key in options:
+        if key.startswith("lxc."):
+            raise param_error({key: "property is not defined in schema and the schema does not allow additional properties"})
+
+    def work() -> list[str]:
+        lines = lxc.create(vmid, ostemplate, dict(options), authuser=authuser)
+        if _bool(params, "start"):
+            lxc.start(vmid)
+        return lines
+    return tasks.run(guests.nodename(), "vzcreate", str(vmid), authuser, work)
+
+
+def _lxc_destroy(vmid: int, authuser: str, **_: object) -> object:
+    guests.load("lxc", vmid)
+    return tasks.run(guests.nodename(), "vzdestroy", str(vmid), authuser, lambda: lxc.destroy(vmid))
+
+
+def _lxc_config_get(vmid: int, params: Params, **_: object) -> object:
+    return lxc.config(vmid, current=_bool(params, "current"), snapshot=params.get("snapshot"))
+
+
+def _lxc_config_put(vmid: int, params: Params, authuser: str, **_: object) -> object:
+    lxc.update(vmid, _options(params), _split(params.get("delete")), _split(params.get("revert")),
+               authuser=authuser, digest=params.get("digest"))
+    return None
+
+
+def _lxc_pending(vmid: int, **_: object) -> object:
+    return lxc.pending_view(vmid)
+
+
+def _lxc_status(vmid: int, **_: object) -> object:
+    return lxc.status(vmid)
+
+
+def _lxc_action(action: str) -> Callable[..., object]:
+    def run(vmid: int, authuser: str, **_: object) -> object:
+        guests.load("lxc", vmid)
+        work = {"start": lxc.start, "stop": lxc.stop, "shutdown": lxc.shutdown, "reboot": lxc.reboot}[action]
+        return tasks.run(guests.nodename(), f"vz{action}", str(vmid), authuser, lambda: work(vmid) and None)
+    return run
+
+
+def _storage_list(**_: object) -> object:
+    st = load_state()
+    second = "local-zfs" if st.root_fs == "zfs" else "local-lvm"
+    return [{"storage": "local", "type": "dir", "content": "iso,vztmpl,backup", "active": 1, "enabled": 1},
+            {"storage": second, "type": "zfspool" if st.root_fs == "zfs" else "lvmthin",
+             "content": "images,rootdir", "active": 1, "enabled": 1}]
+
+
+def _storage_content(storage: str, params: Params, **_: object) -> object:
+    return lxc.storage_content(storage, params.get("content"))
+
+
+def _task_status(upid: str, **_: object) -> object:
+    return tasks.status(upid)
+
+
+def _task_log(upid: str, **_: object) -> object:
+    return tasks.log(upid)
+
+
+def _version_handler(**_: object) -> object:
+    return version_info()
+
+
+_N = r"/nodes/(?P<node>[\w\-.]+)"
+_V = r"(?P<vmid>\d+)"
+ROUTES: list[tuple[re.Pattern[str], dict[str, Callable[..., object]]]] = [
+    (re.compile(r"/version"), {"GET": _version_handler}),
+    (re.compile(r"/nodes"), {"GET": _nodes}),
+    (re.compile(_N), {"GET": _node_index}),
+    (re.compile(_N + r"/status"), {"GET": _node_status}),
+    (re.compile(_N + r"/version"), {"GET": _version_handler}),
+    (re.compile(_N + r"/qemu"), {"GET": _qemu_list, "POST": _qemu_create}),
+    (re.compile(_N + r"/qemu/" + _V), {"GET": _qemu_index, "DELETE": _qemu_destroy}),
+    (re.compile(_N + r"/qemu/" + _V + r"/config"),
+     {"GET": _qemu_config_get, "PUT": _qemu_config_put, "POST": _qemu_config_post}),
+    (re.compile(_N + r"/qemu/" + _V + r"/pending"), {"GET": _qemu_pending}),
+    (re.compile(_N + r"/qemu/" + _V + r"/status"), {"GET": _status_index}),
+    (re.compile(_N + r"/qemu/" + _V + r"/status/current"), {"GET": _qemu_status}),
+    *[(re.compile(_N + r"/qemu/" + _V + f"/status/{a}"), {"POST": _qemu_action(a)})
+      for a in ("start", "stop", "shutdown", "reboot")],
+    (re.compile(_N + r"/lxc"), {"GET": _lxc_list, "POST": _lxc_create}),
+    (re.compile(_N + r"/lxc/" + _V), {"GET": _qemu_index, "DELETE": _lxc_destroy}),
+    (re.compile(_N + r"/lxc/" + _V + r"/config"), {"GET": _lxc_config_get, "PUT": _lxc_config_put}),
+    (re.compile(_N + r"/lxc/" + _V + r"/pending"), {"GET": _lxc_pending}),
+    (re.compile(_N + r"/lxc/" + _V + r"/status"), {"GET": _status_index}),
+    (re.compile(_N + r"/lxc/" + _V + r"/status/current"), {"GET": _lxc_status}),
+    *[(re.compile(_N + r"/lxc/" + _V + f"/status/{a}"), {"POST": _lxc_action(a)})
+      for a in ("start", "stop", "shutdown", "reboot")],
+    (re.compile(_N + r"/storage"), {"GET": _storage_list}),
+    (re.compile(_N + r"/storage/(?P<storage>[\w\-]+)/content"), {"GET": _storage_content}),
+    (re.compile(_N + r"/tasks/(?P<upid>UPID:[^/]+)/status"), {"GET": _task_status}),
+    (re.compile(_N + r"/tasks/(?P<upid>UPID:[^/]+)/log"), {"GET": _task_log}),
+]

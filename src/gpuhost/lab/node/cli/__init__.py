@@ -1,0 +1,1 @@
+"""Command-line tools of a lab node (one module per PVE command)."""

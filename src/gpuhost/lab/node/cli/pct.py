@@ -1,0 +1,141 @@
+"""pct: the Proxmox VE container toolkit, for the subcommands gpuhost uses."""
+
+from __future__ import annotations
+
+import grp
+import os
+import pwd
+import shutil
+import sys
+
+from gpuhost.lab.node import ct_runtime, guests, lxc, schema
+from gpuhost.lab.node.cli.args import UsageError, is_true, parse, run
+from gpuhost.lab.node.errors import PveError
+from gpuhost.pve.config import encode_text
+
+ROOT = "root@pam"
+_USAGE = {
+    "create": "pct create <vmid> <ostemplate> [OPTIONS]", "config": "pct config <vmid> [OPTIONS]",
+    "set": "pct set <vmid> [OPTIONS]", "start": "pct start <vmid> [OPTIONS]", "stop": "pct stop <vmid> [OPTIONS]",
+    "shutdown": "pct shutdown <vmid> [OPTIONS]", "reboot": "pct reboot <vmid> [OPTIONS]",
+    "status": "pct status <vmid> [OPTIONS]", "exec": "pct exec <vmid> [<extra-args>] [OPTIONS]",
+    "push": "pct push <vmid> <file> <destination> [OPTIONS]", "pull": "pct pull <vmid> <path> <destination> [OPTIONS]",
+    "destroy": "pct destroy <vmid> [OPTIONS]", "list": "pct list", "pending": "pct pending <vmid>",
+}
+
+
+def _settable(key: str) -> bool:
+    try:
+        schema.check_key("lxc", key)
+        return True
+    except PveError:
+        return key in ("delete", "revert", "digest", "storage", "start", "password", "ssh-public-keys",
+                       "pool", "restore", "force", "ignore-unpack-errors", "unique")
+
+
+def main(argv: list[str]) -> int:
+    return run(lambda: _main(argv))
+
+
+def _vmid(pos: list[str], cmd: str) -> int:
+    if not pos:
+        raise UsageError("400 not enough arguments", _USAGE[cmd])
+    return guests.parse_vmid(pos[0])
+
+
+def _main(argv: list[str]) -> int:
+    if not argv:
+        raise UsageError("ERROR: no command specified", "USAGE: pct <COMMAND> [ARGS] [OPTIONS]")
+    cmd, rest = argv[0], argv[1:]
+    if cmd not in _USAGE:
+        raise UsageError(f"ERROR: unknown command 'pct {cmd}'", "USAGE: pct <COMMAND> [ARGS] [OPTIONS]")
+    usage = _USAGE[cmd]
+    if cmd in ("set", "create"):
+        p = parse(rest, flags={"start", "unprivileged", "onboot", "force", "unique"}, known=_settable, usage=usage)
+        vmid = _vmid(p.positional, cmd)
+        opts = dict(p.options)
+        if cmd == "create":
+            if len(p.positional) < 2:
+                raise UsageError("400 not enough arguments", usage)
+            start = is_true(opts.pop("start", "0"))
+            for line in lxc.create(vmid, p.positional[1], opts, authuser=ROOT):
+                print(line)
+            if start:
+                lxc.start(vmid)
+            return 0
+        delete = [d for d in (opts.pop("delete", "") or "").replace(";", ",").split(",") if d]
+        revert = [d for d in (opts.pop("revert", "") or "").split(",") if d]
+        lxc.update(vmid, opts, delete, revert, authuser=ROOT, digest=opts.pop("digest", None))
+        return 0
+    if cmd == "list":
+        print(f"{'VMID':<10} {'Status':<10} {'Lock':<10} Name")
+        for ct in lxc.list_cts():
+            print(f"{ct['vmid']:<10} {str(ct['status']):<10} {'':<10} {ct['name']}")
+        return 0
+    if cmd == "exec":
+        p = parse(rest, usage=usage)
+        vmid = _vmid(p.positional, cmd)
+        command = p.rest or p.positional[1:]
+        guests.load("lxc", vmid)
+        if not command:
+            command = ["/bin/bash", "-l"]
+        return ct_runtime.exec_in(vmid, command)
+    p = parse(rest, flags={"current", "force", "purge", "skiplock", "verbose", "forceStop"}, usage=usage)
+    vmid = _vmid(p.positional, cmd)
+    if cmd == "config":
+        cfg = lxc.config(vmid, current=is_true(p.options.get("current")), snapshot=p.options.get("snapshot"))
+        for key in sorted(cfg):
+            if key in ("digest", "lxc"):
+                continue
+            value = cfg[key]
+            print(f"{key}: {encode_text(str(value)) if key == 'description' else value}")
+        for k, v in cfg.get("lxc", []):  # type: ignore[union-attr]
+            print(f"{k}: {v}")
+    elif cmd == "pending":
+        from gpuhost.lab.node.cli.qm import _print_pending
+        for item in lxc.pending_view(vmid):
+            _print_pending(item)
+    elif cmd == "status":
+        print(f"status: {lxc.status(vmid)['status']}")
+    elif cmd == "start":
+        lxc.start(vmid)
+    elif cmd == "stop":
+        lxc.stop(vmid)
+    elif cmd == "shutdown":
+        lxc.shutdown(vmid)
+    elif cmd == "reboot":
+        lxc.reboot(vmid)
+    elif cmd == "destroy":
+        lxc.destroy(vmid)
+    elif cmd in ("push", "pull"):
+        if len(p.positional) < 3:
+            raise UsageError("400 not enough arguments", usage)
+        guests.load("lxc", vmid)
+        src, dst = p.positional[1], p.positional[2]
+        if cmd == "push":
+            target = ct_runtime.ct_path(vmid, dst)
+            try:
+                shutil.copyfile(src, target)
+            except FileNotFoundError as exc:
+                raise PveError(f"failed to open {exc.filename} for reading" if exc.filename == src
+                               else f"failed to open {dst} for writing") from None
+            os.chmod(target, int(p.options.get("perms", "644"), 8))
+            uid = _id(p.options.get("user"), pwd.getpwnam, "pw_uid")
+            gid = _id(p.options.get("group"), grp.getgrnam, "gr_gid")
+            os.chown(target, uid, gid)
+        else:
+            try:
+                shutil.copyfile(ct_runtime.ct_path(vmid, src), dst)
+            except FileNotFoundError:
+                raise PveError(f"failed to open {src} for reading") from None
+    return 0
+
+
+def _id(value: str | None, lookup, attr: str) -> int:  # noqa: ANN001
+    if value is None:
+        return 0
+    return int(value) if value.isdigit() else getattr(lookup(value), attr)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

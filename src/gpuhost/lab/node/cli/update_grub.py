@@ -1,0 +1,25 @@
+"""update-grub: regenerate /boot/grub/grub.cfg (and refresh the ESPs where proxmox-boot-tool manages them)."""
+
+from __future__ import annotations
+
+import sys
+
+from gpuhost.lab.node import bootloader
+from gpuhost.lab.node.cli.boot_tool import refresh_output
+from gpuhost.lab.node.state import load
+
+
+def main(argv: list[str]) -> int:
+    st = load()
+    print("Generating grub configuration file ...", file=sys.stderr)
+    bootloader.write_grub_cfg("/", st.kernel)
+    print(f"Found linux image: /boot/vmlinuz-{st.kernel}", file=sys.stderr)
+    print(f"Found initrd image: /boot/initrd.img-{st.kernel}", file=sys.stderr)
+    print("done", file=sys.stderr)
+    if bootloader.esp_uuids("/") is not None:
+        print(refresh_output(st.kernel))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

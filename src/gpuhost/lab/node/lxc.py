@@ -1,0 +1,202 @@
+"""Containers: what ``pct`` and the ``/nodes/{node}/lxc`` API do to them."""
+
+from __future__ import annotations
+
+import os
+import re
+
+from gpuhost.lab.node import ct_runtime, guests, pending, schema
+from gpuhost.lab.node.errors import PveError, param_error
+from gpuhost.lab.node.state import load as load_state
+from gpuhost.pve.config import GuestConfig, new_config
+
+# pve-container's $LXC_FASTPLUG_OPTIONS plus what vmconfig_hotplug_pending changes live
+_HOTPLUG = {"description", "onboot", "startup", "protection", "hostname", "hookscript", "cores", "tags", "lock",
+            "memory", "swap", "cpulimit", "cpuunits"}
+_INT_KEYS = {"memory", "swap", "cores", "cpuunits", "onboot", "protection", "unprivileged", "console", "tty",
+             "template", "debug"}
+TEMPLATE_DIR = "/var/lib/vz/template/cache"
+
+
+def _hotpluggable(key: str) -> bool:
+    return key in _HOTPLUG or bool(re.fullmatch(r"net\d+", key))
+
+
+def _typed(options: dict[str, str]) -> dict[str, object]:
+    return {k: (int(v) if k in _INT_KEYS and v.isdigit() else v) for k, v in options.items()}
+
+
+def config(vmid: int, current: bool = False, snapshot: str | None = None) -> dict[str, object]:
+    conf = guests.load("lxc", vmid)
+    if snapshot:
+        snap = conf.snapshots.get(snapshot)
+        if snap is None:
+            raise PveError(f"snapshot '{snapshot}' does not exist")
+        out: dict[str, object] = _typed(dict(snap.options))
+        lxc = snap.lxc
+    else:
+        out = _typed(pending.current(conf) if current else pending.effective(conf))
+        lxc = conf.main.lxc
+    if lxc:
+        out["lxc"] = [[k, v] for k, v in lxc]
+    out["digest"] = conf.digest
+    return out
+
+
+def pending_view(vmid: int) -> list[dict[str, object]]:
+    return pending.view(guests.load("lxc", vmid))
+
+
+def status(vmid: int) -> dict[str, object]:
+    conf = guests.load("lxc", vmid)
+    cur = pending.current(conf)
+    pid = ct_runtime.init_pid(vmid)
+    out: dict[str, object] = {"vmid": vmid, "name": cur.get("hostname", f"CT{vmid}"),
+                              "status": "running" if pid else "stopped", "type": "lxc",
+                              "cpus": int(cur.get("cores", "1")), "maxmem": int(cur.get("memory", "512")) * 1048576,
+                              "maxswap": int(cur.get("swap", "512")) * 1048576, "uptime": 0, "ha": {"managed": 0}}
+    if pid:
+        out["pid"] = pid
+    return out
+
+
+def list_cts() -> list[dict[str, object]]:
+    out = []
+    for vmid in guests.list_ids("lxc"):
+        try:
+            out.append(status(vmid))
+        except PveError:
+            continue
+    return out
+
+
+def _validate(params: dict[str, str]) -> None:
+    for key in list(params):
+        if key.startswith("lxc."):
+            raise param_error({key: "property is not defined in schema and the schema does not allow additional properties"})
+        schema.check_key("lxc", key)
+        params[key] = schema.check_value("lxc", key, params[key])
+        if re.fullmatch(r"dev\d+", key):
+            ct_runtime.device_node(schema.parse_device(key, params[key])["path"])
+
+
+def update(vmid: int, params: dict[str, str], delete: list[str], revert: list[str], *, authuser: str,
+           digest: str | None = None) -> list[str]:
+    _validate(params)
+    deletes = [(k.lstrip("!"), k.startswith("!")) for k in delete]
+    for key, _ in deletes:
+        if key.startswith("lxc."):
+            raise param_error({"delete": f"invalid format - invalid configuration ID '{key}'"})
+        schema.check_key("lxc", key)
+        if key in ("memory", "rootfs", "ostype"):
+            raise PveError(f"unable to delete required option '{key}'")
+    schema.check_ct_modify_perm(authuser, list(params) + [k for k, _ in deletes])
+    with guests.locked("lxc", vmid):
+        conf = guests.load("lxc", vmid)
+        guests.check_digest(conf, digest)
+        if "unprivileged" in params and params["unprivileged"] != conf.get("unprivileged", "0"):
+            raise PveError("unable to modify read-only option: 'unprivileged'")
+        pending.stage(conf, params, deletes, revert)
+        if ct_runtime.running(vmid):
+            pending.apply(conf, _hotpluggable)
+        else:
+            pending.apply(conf)
+        guests.save("lxc", vmid, conf)
+        left = conf.pending
+        return sorted(k for k in (left.options if left else {}) if k != "delete")
+
+
+def create(vmid: int, ostemplate: str, params: dict[str, str], *, authuser: str) -> list[str]:
+    """pct create / POST /nodes/{node}/lxc; returns the task log lines."""
+    storage = params.pop("storage", "local")
+    _validate(params)
+    schema.check_ct_modify_perm(authuser, list(params))
+    template = _template_path(ostemplate)
+    state = load_state()
+    default_store = "local-zfs" if state.root_fs == "zfs" else "local-lvm"
+    rootfs = params.pop("rootfs", f"{storage if storage != 'local' else default_store}:4")
+    m = re.fullmatch(r"([\w\-]+):(\d+(?:\.\d+)?)(,.*)?", rootfs)
+    if m:
+        store, size, rest = m.group(1), m.group(2), m.group(3) or ""
+        volume = f"subvol-{vmid}-disk-0" if store.endswith("zfs") else f"vm-{vmid}-disk-0"
+        rootfs = f"{store}:{volume}{rest},size={size}G"
+    options = {"arch": "amd64", "ostype": "debian", "hostname": f"CT{vmid}", "memory": "512", "swap": "512",
+               "rootfs": rootfs}
+    options.update(params)
+    conf = new_config("lxc", options)
+    guests.create("lxc", vmid, conf)
+    ct_runtime.create_rootfs(vmid, options["hostname"])
+    return [f"extracting archive '{template}'", "Total bytes read: 520847360 (497MiB, 224MiB/s)",
+            "Detected container architecture: amd64",
+            "Creating SSH host key 'ssh_host_ed25519_key' - this may take some time ..."]
+
+
+def _template_path(ostemplate: str) -> str:
+    if ostemplate.startswith("/"):
+        path = ostemplate
+    else:
+        m = re.fullmatch(r"([\w\-]+):vztmpl/(.+)", ostemplate)
+        if not m:
+            raise PveError(f"unable to parse volume ID '{ostemplate}'")
+        if m.group(1) != "local":
+            raise PveError(f"storage '{m.group(1)}' does not exist")
+        path = f"{TEMPLATE_DIR}/{m.group(2)}"
+    if not os.path.exists(path):
+        raise PveError(f"volume '{ostemplate}' does not exist")
+    return path
+
+
+def destroy(vmid: int) -> None:
+    conf = guests.load("lxc", vmid)
+    if ct_runtime.running(vmid):
+        raise PveError(f"CT {vmid} is running - destroy failed")
+    if conf.get("protection") == "1":
+        raise PveError(f"can't remove CT {vmid} - protection mode enabled")
+    ct_runtime.remove_rootfs(vmid)
+    guests.remove("lxc", vmid)
+
+
+def start(vmid: int) -> None:
+    with guests.locked("lxc", vmid):
+        conf = guests.load("lxc", vmid)
+        if ct_runtime.running(vmid):
+            raise PveError(f"CT {vmid} already running")
+        if conf.pending is not None:
+            pending.apply(conf)
+            guests.save("lxc", vmid, conf)
+        hide = list(load_state().extra.get("hide_paths", []))
+        ct_runtime.start(vmid, pending.current(conf), conf.main.lxc, hide)
+
+
+def stop(vmid: int) -> None:
+    guests.load("lxc", vmid)
+    if not ct_runtime.running(vmid):
+        raise PveError(f"CT {vmid} not running")
+    ct_runtime.stop(vmid)
+
+
+def shutdown(vmid: int) -> None:
+    stop(vmid)
+
+
+def reboot(vmid: int) -> None:
+    guests.load("lxc", vmid)
+    if not ct_runtime.running(vmid):
+        raise PveError(f"CT {vmid} not running")
+    ct_runtime.stop(vmid)
+    start(vmid)
+
+
+def storage_content(storage: str, content: str | None) -> list[dict[str, object]]:
+    if storage != "local":
+        return []
+    out: list[dict[str, object]] = []
+    if content in (None, "vztmpl") and os.path.isdir(TEMPLATE_DIR):
+        for name in sorted(os.listdir(TEMPLATE_DIR)):
+            out.append({"volid": f"local:vztmpl/{name}", "content": "vztmpl", "format": "tzst",
+                        "size": os.path.getsize(f"{TEMPLATE_DIR}/{name}"), "ctime": 1731337200})
+    return out
+
+
+def conf_of(vmid: int) -> GuestConfig:
+    return guests.load("lxc", vmid)

@@ -1,0 +1,236 @@
+"""Virtual machines: what ``qm`` and the ``/nodes/{node}/qemu`` API do to them.
+
+The VM's process is /usr/bin/kvm of the node (see :mod:`kvm_process`): it carries the command
+line :mod:`kvm_cmdline` renders and lives as long as the VM "runs" (a node reboot ends it).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+
+from gpuhost.lab.node import guests, kvm_cmdline, pending, schema, tasks
+from gpuhost.lab.node.errors import PveError
+from gpuhost.lab.node.state import load as load_state
+from gpuhost.pve.config import GuestConfig, new_config
+
+RUN_DIR = "/var/run/qemu-server"
+# qemu-server's $fast_plug_option: applied to a running VM at once
+_FAST_PLUG = {"name", "hotplug", "onboot", "shares", "startup", "description", "protection",
+              "vmstatestorage", "hookscript", "tags", "lock", "cpulimit", "cpuunits"}
+_INT_KEYS = {"memory", "cores", "sockets", "vcpus", "balloon", "shares", "cpuunits", "onboot", "numa",
+             "protection", "template", "tablet", "acpi", "kvm", "localtime", "autostart", "reboot", "freeze"}
+
+
+def _hotpluggable(conf: GuestConfig, key: str) -> bool:
+    if key in _FAST_PLUG:
+        return True
+    hotplug = (conf.get("hotplug") or "network,disk,usb").split(",")
+    if hotplug == ["1"]:
+        hotplug = ["network", "disk", "usb"]
+    if re.fullmatch(r"net\d+", key):
+        return "network" in hotplug
+    if re.fullmatch(r"(scsi|virtio|sata|unused)\d+", key):
+        return "disk" in hotplug
+    if re.fullmatch(r"usb\d+", key):
+        return "usb" in hotplug
+    if key == "memory":
+        return "memory" in hotplug
+    if key in ("cores", "vcpus"):
+        return "cpu" in hotplug
+    return False
+
+
+def typed(options: dict[str, str]) -> dict[str, object]:
+    return {k: (int(v) if k in _INT_KEYS and v.isdigit() else v) for k, v in options.items()}
+
+
+# ---- reading ---------------------------------------------------------------------------------
+
+def config(vmid: int, current: bool = False, snapshot: str | None = None) -> dict[str, object]:
+    conf = guests.load("qemu", vmid)
+    if snapshot:
+        snap = conf.snapshots.get(snapshot)
+        if snap is None:
+            raise PveError(f"snapshot '{snapshot}' does not exist")
+        out: dict[str, str] = dict(snap.options)
+        if snap.description is not None:
+            out["description"] = snap.description
+    else:
+        out = pending.current(conf) if current else pending.effective(conf)
+    result = typed(out)
+    result["digest"] = conf.digest
+    return result
+
+
+def pending_view(vmid: int) -> list[dict[str, object]]:
+    return pending.view(guests.load("qemu", vmid))
+
+
+def running_pid(vmid: int) -> int | None:
+    try:
+        pid = int(open(f"{RUN_DIR}/{vmid}.pid").read().strip())
+        cmdline = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")
+    except (OSError, ValueError):
+        return None
+    if b"/usr/bin/kvm" in cmdline and str(vmid).encode() in cmdline:
+        return pid
+    return None
+
+
+def status(vmid: int) -> dict[str, object]:
+    conf = guests.load("qemu", vmid)
+    pid = running_pid(vmid)
+    cur = pending.current(conf)
+    mtype, _ = kvm_cmdline.machine_type(cur)
+    out: dict[str, object] = {
+        "vmid": vmid, "name": cur.get("name", f"VM {vmid}"), "status": "running" if pid else "stopped",
+        "qmpstatus": "running" if pid else "stopped", "cpus": int(cur.get("cores", "1")) * int(cur.get("sockets", "1")),
+        "maxmem": int(cur.get("memory", "512").split(",")[0].replace("current=", "")) * 1024 * 1024,
+        "uptime": 0, "ha": {"managed": 0},
+    }
+    if pid:
+        out["pid"] = pid
+        out["uptime"] = int(time.time() - os.stat(f"/proc/{pid}").st_mtime)
+        out["running-machine"] = mtype.replace("pc+", "pc-i440fx-9.0+").replace("q35+", "pc-q35-9.0+")
+        out["running-qemu"] = {8: "9.0.2", 9: "10.0.2"}.get(load_state().pve, "9.0.2")
+    return out
+
+
+def showcmd(vmid: int, pretty: bool = False) -> str:
+    conf = guests.load("qemu", vmid)
+    return kvm_cmdline.render(kvm_cmdline.build(vmid, pending.current(conf)), pretty)
+
+
+# ---- changing --------------------------------------------------------------------------------
+
+def update(vmid: int, params: dict[str, str], delete: list[str], revert: list[str], *, authuser: str,
+           digest: str | None = None, skiplock: bool = False) -> list[str]:
+    """qm set / PUT config. Returns the keys still pending (non-hotpluggable on a running VM)."""
+    for key in list(params):
+        schema.check_key("qemu", key)
+        params[key] = schema.check_value("qemu", key, params[key])
+    deletes = [(k.lstrip("!"), k.startswith("!")) for k in delete]
+    for key, _ in deletes:
+        schema.check_key("qemu", key)
+        if key in params:
+            raise PveError(f"unable to delete and set the same option '{key}'", http_status=400)
+    if skiplock and authuser != schema.ROOT:
+        raise PveError("Only root may use this option.", http_status=400, errors={"skiplock": "Only root may use this option."})
+    with guests.locked("qemu", vmid):
+        conf = guests.load("qemu", vmid)
+        guests.check_digest(conf, digest)
+        guests.check_lock(conf, vmid, skiplock)
+        schema.check_vm_modify_perm(authuser, list(params) + [k for k, _ in deletes] + revert, params,
+                                    pending.effective(conf))
+        pending.stage(conf, params, deletes, revert)
+        if running_pid(vmid):
+            pending.apply(conf, lambda key: _hotpluggable(conf, key))
+        else:
+            pending.apply(conf)
+        guests.save("qemu", vmid, conf)
+        left = conf.pending
+        return sorted(k for k in (left.options if left else {}) if k != "delete")
+
+
+def create(vmid: int, params: dict[str, str]) -> None:
+    for key in list(params):
+        schema.check_key("qemu", key)
+        params[key] = schema.check_value("qemu", key, params[key])
+    params.setdefault("smbios1", f"uuid={_uuid()}")
+    params.setdefault("vmgenid", _uuid())
+    guests.create("qemu", vmid, new_config("qemu", params))
+
+
+def destroy(vmid: int) -> None:
+    if running_pid(vmid):
+        raise PveError(f"VM {vmid} is running - destroy failed")
+    guests.load("qemu", vmid)
+    guests.remove("qemu", vmid)
+
+
+def start(vmid: int, skiplock: bool = False) -> None:
+    with guests.locked("qemu", vmid):
+        conf = guests.load("qemu", vmid)
+        if running_pid(vmid):
+            raise PveError(f"VM {vmid} already running")
+        guests.check_lock(conf, vmid, skiplock)
+        if conf.pending is not None:        # a cold start applies every pending change
+            pending.apply(conf)
+            guests.save("qemu", vmid, conf)
+        argv = kvm_cmdline.build(vmid, pending.current(conf))
+        for index, value in sorted(pending.current(conf).items()):
+            if index.startswith("hostpci"):
+                _check_devices_present(value)
+        os.makedirs(RUN_DIR, exist_ok=True)
+        subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                         start_new_session=True, close_fds=True)
+        deadline = time.monotonic() + 5
+        while running_pid(vmid) is None:
+            if time.monotonic() > deadline:
+                raise PveError(f"start failed: QEMU exited with code 1")
+            time.sleep(0.01)
+
+
+def _check_devices_present(value: str) -> None:
+    from gpuhost.lab.node import pci
+    props = schema.parse_hostpci(value)
+    for pci_id in props.get("host", "").split(";") if props.get("host") else []:
+        if not pci.functions(pci_id):
+            raise PveError(f"no PCI device found for '{pci_id}'")
+
+
+def stop(vmid: int, skiplock: bool = False) -> None:
+    guests.load("qemu", vmid)
+    pid = running_pid(vmid)
+    if pid is None:
+        return
+    _terminate(pid, vmid)
+
+
+def shutdown(vmid: int, timeout: int | None = None) -> None:
+    guests.load("qemu", vmid)
+    pid = running_pid(vmid)
+    if pid is None:
+        raise PveError(f"VM {vmid} not running")
+    _terminate(pid, vmid)
+
+
+def _terminate(pid: int, vmid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        pass
+    deadline = time.monotonic() + 5
+    while running_pid(vmid) is not None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if running_pid(vmid) is not None:
+        os.kill(pid, signal.SIGKILL)
+    try:
+        os.unlink(f"{RUN_DIR}/{vmid}.pid")
+    except OSError:
+        pass
+
+
+def list_vms() -> list[dict[str, object]]:
+    out = []
+    for vmid in guests.list_ids("qemu"):
+        try:
+            st = status(vmid)
+        except PveError:
+            continue
+        out.append({"vmid": vmid, "name": st["name"], "status": st["status"], "cpus": st["cpus"],
+                    "maxmem": st["maxmem"], "uptime": st["uptime"], **({"pid": st["pid"]} if "pid" in st else {})})
+    return out
+
+
+def _uuid() -> str:
+    import uuid
+    return str(uuid.uuid4())
+
+
+__all__ = ["config", "pending_view", "status", "showcmd", "update", "create", "destroy", "start", "stop",
+           "shutdown", "list_vms", "running_pid", "tasks"]

@@ -37,6 +37,7 @@ def _register() -> None:
     # --- sub-commands (one import per line; keep sorted) ---
     from gpuhost.cli import lab  # noqa: F401
     from gpuhost.cli import playbook_commands  # noqa: F401
+    from gpuhost.cli import provision  # noqa: F401
     # --- end sub-commands ---
 
 

@@ -5,10 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from gpuhost.connection.base import Connection
+from gpuhost.facts.batch import run_sections
 
-_SEP = "\n@@gpuhost@@ "
-
-# Each probe prints a marker line then its output; missing commands print nothing.
 _PROBES: dict[str, str] = {
     "hostname": "hostname",
     "os_release": "cat /etc/os-release",
@@ -16,9 +14,9 @@ _PROBES: dict[str, str] = {
     "arch": "uname -m",
     "cpu_vendor": "grep -m1 '^vendor_id' /proc/cpuinfo | cut -d: -f2",
     "cmdline": "cat /proc/cmdline",
-    "pveversion": "command -v pveversion >/dev/null && pveversion",
+    "pveversion": "pveversion",
     "boot_id": "cat /proc/sys/kernel/random/boot_id",
-    "nvidia_driver": "cat /proc/driver/nvidia/version 2>/dev/null | head -1",
+    "nvidia_driver": "head -1 /proc/driver/nvidia/version",
 }
 
 
@@ -32,22 +30,21 @@ def parse_os_release(text: str) -> dict[str, str]:
 
 
 def gather(conn: Connection) -> dict[str, Any]:
-    script = "; ".join(f"echo '{_SEP.strip()} {key}'; ({cmd}) 2>/dev/null" for key, cmd in _PROBES.items())
-    text = conn.run(script, check=False).stdout
-    raw: dict[str, str] = {}
-    for chunk in ("\n" + text).split(_SEP)[1:]:
-        key, _, value = chunk.partition("\n")
-        raw[key.strip()] = value.strip()
-    osr = parse_os_release(raw.get("os_release", ""))
+    s = run_sections(conn, _PROBES)
+
+    def text(key: str) -> str:
+        return s[key].output.strip() if key in s and s[key].ok else ""
+
+    osr = parse_os_release(text("os_release"))
     return {
-        "hostname": raw.get("hostname", ""),
+        "hostname": text("hostname"),
         "os": osr.get("PRETTY_NAME", ""),
         "os_version_id": osr.get("VERSION_ID", ""),
-        "kernel": raw.get("kernel", ""),
-        "arch": raw.get("arch", ""),
-        "cpu_vendor": raw.get("cpu_vendor", "").strip(),
-        "cmdline": raw.get("cmdline", "").split(),
-        "pve_version": raw.get("pveversion") or None,
-        "boot_id": raw.get("boot_id", ""),
-        "nvidia_driver": raw.get("nvidia_driver") or None,
+        "kernel": text("kernel"),
+        "arch": text("arch"),
+        "cpu_vendor": text("cpu_vendor"),
+        "cmdline": text("cmdline").split(),
+        "pve_version": text("pveversion") or None,
+        "boot_id": text("boot_id"),
+        "nvidia_driver": text("nvidia_driver") or None,
     }

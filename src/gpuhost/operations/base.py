@@ -39,6 +39,14 @@ class Plan:
         return bool(self.actions)
 
 
+class SkipTask(Exception):
+    """Raised by :meth:`Operation.plan` when the task does not apply now (the reason says why)."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)
+
+
 def nothing(reason: str) -> Plan:
     return Plan(reason=reason)
 

@@ -25,4 +25,4 @@ def kinds() -> list[str]:
 
 
 def _load_builtin() -> None:
-    from gpuhost.operations import apt, command, files, lines, modules, reboot, systemd  # noqa: F401
+    from gpuhost.operations import apt, boot, command, files, host_checks, lines, modules, nvidia, reboot, systemd  # noqa: F401,E501

@@ -27,7 +27,7 @@ from gpuhost import yamlfile
 from gpuhost.errors import PlaybookError
 from gpuhost.operations import registry
 from gpuhost.playbook.models import Play, Playbook, RoleRef
-from gpuhost.playbook.task import Task, validation_message
+from gpuhost.playbook.task import FLUSH_HANDLERS, Task, validation_message
 from gpuhost.roles import get_role, role_names
 
 _PLAY_KEYS = {"name", "hosts", "vars", "roles", "tasks", "handlers"}
@@ -50,6 +50,10 @@ def _task(raw: Any, path: Path, data: Any, loc: list[str | int]) -> Task:
 
     if not isinstance(raw, dict):
         raise err("a task must be a mapping")
+    if "meta" in raw:
+        if raw["meta"] != "flush_handlers" or set(raw) - {"meta", "name"}:
+            raise err("the only meta task is '- meta: flush_handlers'", field="meta", at=[*loc, "meta"])
+        return FLUSH_HANDLERS
     ops = [k for k in raw if k not in _TASK_KEYS]
     if len(ops) != 1:
         found = ", ".join(ops) if ops else "none"

@@ -45,12 +45,17 @@ class Task:
     prebuilt: Operation | None = field(default=None, compare=False)
 
     @property
+    def is_flush(self) -> bool:
+        """``- meta: flush_handlers``: run the handlers notified so far, here."""
+        return self.kind == "meta"
+
+    @property
     def templated(self) -> bool:
         return _templated(self.args)
 
     def validate_static(self) -> None:
         """Check the arguments when they hold no templates (so errors come before any host is touched)."""
-        if self.prebuilt is not None or self.templated:
+        if self.prebuilt is not None or self.templated or self.is_flush:
             return
         cls = registry.get(self.kind)
         assert cls is not None
@@ -67,6 +72,9 @@ class Task:
         except ValidationError as exc:
             where = f" ({self.source})" if self.source else ""
             raise OperationFailed(f"{self.kind}{where}: {validation_message(exc)}") from None
+
+
+FLUSH_HANDLERS = Task(name="flush handlers", kind="meta", args={"action": "flush_handlers"})
 
 
 def role_task(name: str, op: Operation, *, notify: tuple[str, ...] = (), tags: tuple[str, ...] = ()) -> Task:

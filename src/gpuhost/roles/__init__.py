@@ -41,5 +41,5 @@ def role_names() -> list[str]:
 
 
 def _load_builtin() -> None:
-    # Built-in roles register themselves on import (added as they are written).
-    pass
+    # Built-in roles register themselves on import.
+    from gpuhost.roles import proxmox_host  # noqa: F401

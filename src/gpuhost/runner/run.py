@@ -15,6 +15,7 @@ from gpuhost.errors import ConnectionFailed, GpuhostError, PlaybookError
 from gpuhost.inventory import Inventory
 from gpuhost.inventory.models import NodeSpec
 from gpuhost.operations.actions import Reboot
+from gpuhost.operations.base import SkipTask
 from gpuhost.playbook.models import Play, Playbook
 from gpuhost.playbook.task import Task
 from gpuhost.roles import get_role
@@ -69,6 +70,8 @@ class _HostRun:
                 for action in plan.actions:
                     apply(ctx, action)
                 status = "changed"
+        except SkipTask as exc:
+            status, reason = "skipped", exc.reason
         except ConnectionFailed as exc:
             status, error = "failed", str(exc)
             self.summary.unreachable = True
@@ -85,6 +88,10 @@ class _HostRun:
         """Run tasks, then notified handlers once each; False when the host failed."""
         notified: set[str] = set()
         for task in tasks:
+            if task.is_flush:
+                if not self.flush(handlers, notified):
+                    return False
+                continue
             if not _selected(task, self.opts):
                 continue
             result = self.task(task)
@@ -92,8 +99,13 @@ class _HostRun:
                 return False
             if result.status == "changed":
                 notified.update(task.notify)
+        return self.flush(handlers, notified)
+
+    def flush(self, handlers: list[Task], notified: set[str]) -> bool:
+        """Run each notified handler once, in the order they are defined."""
         for handler in handlers:
             if handler.name in notified:
+                notified.discard(handler.name)
                 if self.task(handler, handler=True).status == "failed":
                     return False
         return True

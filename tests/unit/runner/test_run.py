@@ -118,3 +118,21 @@ def test_extra_vars_override_everything(tmp_path):
     run_playbook(load_playbook(book), load_inventory(local_inventory(tmp_path, ["h1"], {"name": "inv"})),
                  RunOptions(extra_vars={"name": "cli"}))
     assert (tmp_path / "out").read_text() == "cli"
+
+
+def test_flush_handlers_runs_notified_handlers_at_that_point(tmp_path):
+    log = tmp_path / "log"
+    book = playbook(tmp_path, f"""
+- hosts: all
+  tasks:
+    - command: {{cmd: "echo task1 >> {log}"}}
+      notify: h
+    - meta: flush_handlers
+    - command: {{cmd: "echo task2 >> {log}"}}
+      notify: h
+  handlers:
+    - name: h
+      command: "echo handler >> {log}"
+""")
+    run_playbook(load_playbook(book), load_inventory(local_inventory(tmp_path, ["h1"])))
+    assert log.read_text().split() == ["task1", "handler", "task2", "handler"]

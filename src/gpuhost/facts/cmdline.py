@@ -1,0 +1,133 @@
+"""Kernel command lines: tokens, and the two files that hold them on Proxmox VE.
+
+Edits keep every other token, in order, and every other line of the file untouched.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+
+def token_key(token: str) -> str:
+    return token.split("=", 1)[0]
+
+
+def edit_tokens(tokens: Sequence[str], present: Iterable[str], absent: Iterable[str] = ()) -> list[str]:
+    """Tokens with each of ``present`` set and each of ``absent`` removed.
+
+    A wanted ``key=value`` replaces the first token with that key in place (later ones with
+    the same key go); a wanted flag is appended when missing. Nothing else moves.
+    """
+    out = [t for t in tokens if t not in set(absent)]
+    for want in present:
+        if "=" in want:
+            key = token_key(want)
+            idx = [i for i, t in enumerate(out) if "=" in t and token_key(t) == key]
+            if idx:
+                out[idx[0]] = want
+                out = [t for i, t in enumerate(out) if i not in idx[1:]]
+            else:
+                out.append(want)
+        elif want not in out:
+            out.append(want)
+    return out
+
+
+def missing_tokens(have: Iterable[str], wanted: Iterable[str]) -> list[str]:
+    have_set = set(have)
+    return [t for t in wanted if t not in have_set]
+
+
+# -- /etc/kernel/cmdline (systemd-boot): exactly one line ------------------------------
+
+def parse_kernel_cmdline_file(text: str) -> list[str]:
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    return " ".join(lines).split()
+
+
+def render_kernel_cmdline_file(tokens: Sequence[str]) -> str:
+    return " ".join(tokens) + "\n"
+
+
+# -- /etc/default/grub: GRUB_CMDLINE_LINUX_DEFAULT="…" ----------------------------------
+
+_ASSIGN = re.compile(r"^(?P<lead>\s*(?:export\s+)?)(?P<var>GRUB_CMDLINE_LINUX(?:_DEFAULT)?)=(?P<rest>.*)$")
+
+
+@dataclass(frozen=True)
+class GrubAssignment:
+    var: str
+    line_index: int
+    lead: str
+    quote: str          # '"', "'" or '' (unquoted)
+    value: str
+    trailer: str        # whatever followed the value on the line (a comment)
+
+    @property
+    def tokens(self) -> list[str]:
+        return self.value.split()
+
+    def render(self, tokens: Sequence[str]) -> str:
+        value = " ".join(tokens)
+        quote = self.quote or ('"' if len(tokens) != 1 else "")
+        return f"{self.lead}{self.var}={quote}{value}{quote}{self.trailer}"
+
+
+def _split_value(rest: str) -> tuple[str, str, str] | None:
+    if rest[:1] in ('"', "'"):
+        q = rest[0]
+        i = 1
+        while i < len(rest):
+            if rest[i] == "\\" and q == '"':
+                i += 2
+                continue
+            if rest[i] == q:
+                return q, rest[1:i], rest[i + 1:]
+            i += 1
+        return None  # unterminated (continues on the next line): not ours to touch
+    m = re.match(r"^(\S*)(.*)$", rest)
+    assert m
+    return "", m.group(1), m.group(2)
+
+
+def find_grub_assignment(text: str, var: str = "GRUB_CMDLINE_LINUX_DEFAULT") -> GrubAssignment | None:
+    """The last active assignment of ``var`` (the one the shell keeps), or ``None``."""
+    found = None
+    for i, line in enumerate(text.splitlines()):
+        m = _ASSIGN.match(line)
+        if not m or m.group("var") != var:
+            continue
+        split = _split_value(m.group("rest"))
+        if split is None:
+            raise ValueError(f"line {i + 1}: {var} spans several lines; edit it by hand or use the drop-in")
+        quote, value, trailer = split
+        found = GrubAssignment(var, i, m.group("lead"), quote, value, trailer)
+    return found
+
+
+def edit_grub_default(text: str, present: Sequence[str], absent: Sequence[str] = ()) -> str:
+    """``/etc/default/grub`` with the tokens set in GRUB_CMDLINE_LINUX_DEFAULT (every other line kept)."""
+    linux = find_grub_assignment(text, "GRUB_CMDLINE_LINUX")
+    already = set(linux.tokens) if linux else set()
+    wanted = [t for t in present if t not in already]
+    assign = find_grub_assignment(text)
+    lines = text.splitlines()
+    if assign is None:
+        new_tokens = edit_tokens([], wanted, absent)
+        if not new_tokens:
+            return text
+        base = text if not text or text.endswith("\n") else text + "\n"
+        return base + f'GRUB_CMDLINE_LINUX_DEFAULT="{" ".join(new_tokens)}"\n'
+    new_tokens = edit_tokens(assign.tokens, wanted, absent)
+    if new_tokens == assign.tokens:
+        return text
+    lines[assign.line_index] = assign.render(new_tokens)
+    return "\n".join(lines) + ("\n" if text.endswith("\n") else "")
+
+
+def render_grub_dropin(tokens: Sequence[str]) -> str:
+    """A drop-in for ``/etc/default/grub.d/`` that appends to whatever the main file set."""
+    return ("# Managed by gpuhost: kernel command line tokens for GPU hosts.\n"
+            f'GRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT {" ".join(tokens)}"\n')

@@ -1,0 +1,122 @@
+"""Parsers for PCI, IOMMU and NVIDIA driver state as Linux prints them."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+NVIDIA_VENDOR = "10de"
+
+# 0000:41:00.0 VGA compatible controller [0300]: NVIDIA Corporation GB202GL [RTX PRO 6000 …] [10de:2bb5] (rev a1)
+_LSPCI_NN = re.compile(
+    r"^(?P<bdf>(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+"
+    r"(?P<cls_name>.*?)\s+\[(?P<cls>[0-9a-fA-F]{4})\]:\s+(?P<name>.*?)\s+"
+    r"\[(?P<vendor>[0-9a-fA-F]{4}):(?P<device>[0-9a-fA-F]{4})\](?:\s+\(rev (?P<rev>[0-9a-fA-F]+)\))?\s*$")
+
+
+@dataclass(frozen=True)
+class PciDevice:
+    bdf: str            # always with the domain: 0000:41:00.0
+    class_code: str     # '0300' (VGA) or '0302' (3D controller)
+    class_name: str
+    name: str
+    vendor: str
+    device: str
+    driver: str | None = None
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.vendor == NVIDIA_VENDOR and self.class_code.startswith("03")
+
+
+def full_bdf(bdf: str) -> str:
+    return bdf if bdf.count(":") == 2 else f"0000:{bdf}"
+
+
+def parse_lspci_nn(text: str) -> list[PciDevice]:
+    """``lspci -nn`` (or ``-nnk``; ``-D`` optional) → devices, with the bound driver when shown."""
+    devices: list[PciDevice] = []
+    for line in text.splitlines():
+        m = _LSPCI_NN.match(line)
+        if m:
+            devices.append(PciDevice(full_bdf(m.group("bdf").lower()), m.group("cls").lower(),
+                                     m.group("cls_name"), m.group("name"), m.group("vendor").lower(),
+                                     m.group("device").lower()))
+            continue
+        k = re.match(r"^\s+Kernel driver in use:\s*(\S+)", line)
+        if k and devices:
+            last = devices[-1]
+            devices[-1] = PciDevice(last.bdf, last.class_code, last.class_name, last.name, last.vendor,
+                                    last.device, k.group(1))
+    return devices
+
+
+def nvidia_gpus(devices: list[PciDevice]) -> list[PciDevice]:
+    return [d for d in devices if d.is_gpu]
+
+
+def parse_iommu_groups(text: str) -> dict[str, int]:
+    """Paths like ``/sys/kernel/iommu_groups/14/devices/0000:41:00.0`` → {bdf: group}."""
+    groups: dict[str, int] = {}
+    for m in re.finditer(r"iommu_groups/(\d+)/devices/([0-9a-fA-F:.]+)", text):
+        groups[full_bdf(m.group(2).lower())] = int(m.group(1))
+    return groups
+
+
+@dataclass(frozen=True)
+class NvidiaKernelModule:
+    version: str
+    open: bool
+
+
+def parse_nvidia_version(text: str) -> NvidiaKernelModule | None:
+    """``/proc/driver/nvidia/version`` → the loaded kernel module's version and flavour."""
+    m = re.search(r"NVRM version:\s+NVIDIA UNIX (?P<open>Open )?(?:Kernel Module|x86_64 Kernel Module|"
+                  r"\S+ Kernel Module)?.*?\s(?P<ver>\d+\.\d+(?:\.\d+)?)\s", text)
+    if not m:
+        return None
+    return NvidiaKernelModule(m.group("ver"), m.group("open") is not None)
+
+
+def parse_proc_devices(text: str) -> dict[str, int]:
+    """The character-device section of ``/proc/devices`` → {driver name: major}."""
+    majors: dict[str, int] = {}
+    section = None
+    for line in text.splitlines():
+        if line.strip().endswith("devices:"):
+            section = line.strip().split()[0]
+            continue
+        parts = line.split()
+        if section == "Character" and len(parts) == 2 and parts[0].isdigit():
+            majors.setdefault(parts[1], int(parts[0]))
+    return majors
+
+
+@dataclass(frozen=True)
+class IommuState:
+    default_domain: str | None       # 'Passthrough', 'Translated', 'Translated (lazy)' …
+    enabled: bool                    # the kernel reported an active IOMMU
+    unknown_options: tuple[str, ...]  # e.g. ('on',) for amd_iommu=on
+
+
+def parse_dmesg_iommu(text: str) -> IommuState:
+    domain = None
+    m = None
+    for m in re.finditer(r"iommu: Default domain type: (\w+(?: \(\w+\))?)", text):
+        pass
+    if m is not None:
+        domain = m.group(1)
+    enabled = bool(re.search(r"DMAR: IOMMU enabled|AMD-Vi: (?:Interrupt remapping enabled|Found IOMMU)|"
+                             r"iommu: Default domain type", text))
+    unknown = tuple(re.findall(r"AMD-Vi: Unknown option - '([^']*)'", text))
+    return IommuState(domain, enabled, unknown)
+
+
+def cpu_vendor_name(vendor_id: str) -> str:
+    """``AuthenticAMD`` → 'amd', ``GenuineIntel`` → 'intel', anything else → 'unknown'."""
+    v = vendor_id.strip()
+    if v == "AuthenticAMD":
+        return "amd"
+    if v == "GenuineIntel":
+        return "intel"
+    return "unknown"

@@ -1,0 +1,99 @@
+"""Everything the host role needs to know about a Proxmox VE node, read in one round trip."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpuhost.connection.base import Connection
+from gpuhost.facts.batch import run_sections
+from gpuhost.facts.boot import GRUB_DEFAULT, GRUB_DROPIN_DIR, KERNEL_CMDLINE, BootInfo, parse_boot_tool_status
+from gpuhost.facts.cmdline import parse_kernel_cmdline_file
+from gpuhost.facts.hardware import (
+    IommuState,
+    NvidiaKernelModule,
+    PciDevice,
+    cpu_vendor_name,
+    nvidia_gpus,
+    parse_dmesg_iommu,
+    parse_iommu_groups,
+    parse_lspci_nn,
+    parse_nvidia_version,
+    parse_proc_devices,
+)
+
+# update-grub's own order: the main file, then every drop-in.
+_GRUB_EFFECTIVE = (f". {GRUB_DEFAULT}; for f in {GRUB_DROPIN_DIR}/*.cfg; do [ -e \"$f\" ] && . \"$f\"; done; "
+                   'echo "$GRUB_CMDLINE_LINUX $GRUB_CMDLINE_LINUX_DEFAULT"')
+
+_PROBES = {
+    "cpu": "grep -m1 '^vendor_id' /proc/cpuinfo | cut -d: -f2",
+    "kernel": "uname -r",
+    "pveversion": "pveversion",
+    "pbt": "proxmox-boot-tool status 2>&1",
+    "efi": "test -d /sys/firmware/efi",
+    "grub_effective": f"test -f {GRUB_DEFAULT} && bash -c '{_GRUB_EFFECTIVE}'",
+    "kernel_cmdline": f"cat {KERNEL_CMDLINE}",
+    "proc_cmdline": "cat /proc/cmdline",
+    "dmesg": "dmesg | grep -E 'iommu: Default domain|AMD-Vi|DMAR'",
+    "iommu_groups": "find /sys/kernel/iommu_groups -mindepth 3 -maxdepth 3",
+    "lspci": "lspci -nnk -D -d 10de:",
+    "modules": "cut -d' ' -f1 /proc/modules",
+    "nvidia_version": "cat /proc/driver/nvidia/version",
+    "nvidia_installed": "modinfo -F version nvidia",
+    "proc_devices": "cat /proc/devices",
+    "dev_nvidia": "ls -1 /dev/nvidia* /dev/nvidia-caps/* 2>/dev/null",
+}
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    cpu_vendor: str                       # 'amd' | 'intel' | 'unknown'
+    kernel: str
+    pve_version: str | None
+    boot: BootInfo
+    grub_effective_tokens: tuple[str, ...] | None   # what update-grub would put on the line
+    kernel_cmdline_tokens: tuple[str, ...] | None   # /etc/kernel/cmdline
+    booted_tokens: tuple[str, ...]                  # /proc/cmdline
+    iommu: IommuState
+    iommu_groups: dict[str, int]
+    gpus: tuple[PciDevice, ...]
+    modules: frozenset[str]
+    nvidia: NvidiaKernelModule | None      # the loaded module
+    nvidia_installed: str | None           # the module on disk for the running kernel
+    char_majors: dict[str, int]
+    nvidia_devices: tuple[str, ...]
+
+    @property
+    def configured_tokens(self) -> tuple[str, ...] | None:
+        """The command line the boot loader will use at the next boot (after its refresh)."""
+        if self.boot.loader == "systemd-boot":
+            return self.kernel_cmdline_tokens
+        return self.grub_effective_tokens
+
+
+def host_facts(conn: Connection) -> HostFacts:
+    s = run_sections(conn, _PROBES)
+
+    def out(key: str) -> str:
+        return s[key].output if key in s and s[key].ok else ""
+
+    pbt = s.get("pbt")
+    boot = parse_boot_tool_status(pbt.output if pbt else "", pbt.status if pbt else 127, s["efi"].ok)
+    return HostFacts(
+        cpu_vendor=cpu_vendor_name(out("cpu")),
+        kernel=out("kernel").strip(),
+        pve_version=out("pveversion").strip() or None,
+        boot=boot,
+        grub_effective_tokens=tuple(out("grub_effective").split()) if s["grub_effective"].ok else None,
+        kernel_cmdline_tokens=(tuple(parse_kernel_cmdline_file(out("kernel_cmdline")))
+                               if s["kernel_cmdline"].ok else None),
+        booted_tokens=tuple(out("proc_cmdline").split()),
+        iommu=parse_dmesg_iommu(out("dmesg")),
+        iommu_groups=parse_iommu_groups(out("iommu_groups")),
+        gpus=tuple(nvidia_gpus(parse_lspci_nn(out("lspci")))),
+        modules=frozenset(out("modules").split()),
+        nvidia=parse_nvidia_version(out("nvidia_version")),
+        nvidia_installed=out("nvidia_installed").strip() or None,
+        char_majors=parse_proc_devices(out("proc_devices")),
+        nvidia_devices=tuple(out("dev_nvidia").split()),
+    )

@@ -1,0 +1,117 @@
+"""Kernel command line operations: set tokens in the file the boot loader really reads, refresh it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import field_validator
+
+from gpuhost.errors import OperationFailed
+from gpuhost.facts import files as file_facts
+from gpuhost.facts.boot import GRUB_DEFAULT, GRUB_DROPIN_DIR, KERNEL_CMDLINE
+from gpuhost.facts.cmdline import (
+    edit_grub_default,
+    edit_tokens,
+    missing_tokens,
+    parse_kernel_cmdline_file,
+    render_grub_dropin,
+    render_kernel_cmdline_file,
+)
+from gpuhost.facts.host import host_facts
+from gpuhost.operations.actions import RunCommand
+from gpuhost.operations.base import Args, Operation, Plan, file_plan
+from gpuhost.operations.registry import register
+
+if TYPE_CHECKING:
+    from gpuhost.runner.context import HostContext
+
+#: Tokens gpuhost never leaves on a command line: the kernel ignores them with a warning and
+#: the user believes the IOMMU is in passthrough mode when it is not.
+NEVER = ("amd_iommu=pt", "intel_iommu=pt")
+
+
+class KernelCmdlineArgs(Args):
+    present: list[str]
+    absent: list[str] = []
+    grub_dropin: bool = False
+    dropin_file: str = f"{GRUB_DROPIN_DIR}/90-gpuhost.cfg"
+
+    @field_validator("present", "absent")
+    @classmethod
+    def _tokens(cls, v: list[str]) -> list[str]:
+        for t in v:
+            if not t or any(c.isspace() for c in t) or any(c in t for c in "\"'$`\\"):
+                raise ValueError(f"'{t}' is not a single kernel command-line token")
+        return v
+
+
+@register
+class KernelCmdline(Operation):
+    """Tokens on the kernel command line, in ``/etc/default/grub`` or ``/etc/kernel/cmdline``
+    according to the boot loader the host really uses (see :mod:`gpuhost.facts.boot`)."""
+
+    kind = "kernel_cmdline"
+    Args = KernelCmdlineArgs
+    args: KernelCmdlineArgs
+
+    def plan(self, host: HostContext) -> Plan:
+        a = self.args
+        wrong = [t for t in a.present if t in NEVER]
+        if wrong:
+            raise OperationFailed(f"refusing to put {', '.join(wrong)} on the command line: the kernel does not "
+                                  "know it and stays in translated mode; use iommu=pt")
+        absent = [*a.absent, *NEVER]
+        facts = host.fact(host_facts)
+        boot = facts.boot
+        if boot.loader == "systemd-boot":
+            before = host.fact(file_facts.content, KERNEL_CMDLINE)
+            if before is None:
+                raise OperationFailed(f"this host boots with {boot.describe()}, but {KERNEL_CMDLINE} is missing")
+            tokens = edit_tokens(parse_kernel_cmdline_file(before), a.present, absent)
+            after = render_kernel_cmdline_file(tokens)
+            if parse_kernel_cmdline_file(before) == tokens:
+                after = before  # keep the file byte for byte when nothing changes
+            return _why(file_plan(KERNEL_CMDLINE, before, after,
+                                  reason_same=f"{KERNEL_CMDLINE} has {' '.join(a.present)} ({boot.describe()})"),
+                        boot.describe())
+        before = host.fact(file_facts.content, GRUB_DEFAULT)
+        if before is None:
+            raise OperationFailed(f"this host boots with {boot.describe()}, but {GRUB_DEFAULT} is missing")
+        try:
+            main_after = edit_grub_default(before, [] if a.grub_dropin else a.present, absent)
+        except ValueError as exc:
+            raise OperationFailed(f"{GRUB_DEFAULT}: {exc}") from None
+        plan = file_plan(GRUB_DEFAULT, before, main_after,
+                         reason_same=f"{GRUB_DEFAULT} has {' '.join(a.present)} ({boot.describe()})")
+        if a.grub_dropin:
+            effective = facts.grub_effective_tokens or ()
+            dropin_before = host.fact(file_facts.content, a.dropin_file)
+            dropin_tokens = a.present if dropin_before is not None else missing_tokens(effective, a.present)
+            if dropin_tokens:
+                dplan = file_plan(a.dropin_file, dropin_before, render_grub_dropin(dropin_tokens))
+                plan = Plan(reason="; ".join(r for r in (plan.reason if plan.changes else "", dplan.reason) if r),
+                            actions=plan.actions + dplan.actions, diff=plan.diff + dplan.diff)
+        return _why(plan, boot.describe())
+
+
+def _why(plan: Plan, boot: str) -> Plan:
+    if plan.changes:
+        plan.reason = f"{plan.reason} (host boots with {boot})"
+    return plan
+
+
+class BootRefreshArgs(Args):
+    pass
+
+
+@register
+class BootRefresh(Operation):
+    """Regenerate the boot loader's configuration: ``update-grub`` or ``proxmox-boot-tool refresh``."""
+
+    kind = "boot_refresh"
+    Args = BootRefreshArgs
+
+    def plan(self, host: HostContext) -> Plan:
+        boot = host.fact(host_facts).boot
+        return Plan(reason=f"{boot.refresh_command} ({boot.describe()})",
+                    actions=[RunCommand(boot.refresh_command)])

@@ -1,0 +1,111 @@
+"""``nvidia_driver``: NVIDIA's ``.run`` installer at an exact version, checksum verified.
+
+On a host it builds the kernel module through DKMS (``--dkms``, open modules for Blackwell);
+in a container it installs userspace only (``--no-kernel-modules``), which must match the
+host's loaded module exactly.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import field_validator
+
+from gpuhost.errors import OperationFailed
+from gpuhost.facts.host import host_facts
+from gpuhost.facts.nvidia import build_prerequisites, userspace_version
+from gpuhost.operations.actions import RunCommand
+from gpuhost.operations.base import Args, Operation, Plan, nothing
+from gpuhost.operations.registry import register
+
+if TYPE_CHECKING:
+    from gpuhost.runner.context import HostContext
+
+CACHE_DIR = "/var/cache/gpuhost"
+CHECKSUM_MISMATCH = 65
+
+
+class NvidiaDriverArgs(Args):
+    version: str
+    url: str
+    sha256: str
+    kernel_open: bool = True
+    target: Literal["host", "container"] = "host"
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, v: str) -> str:
+        if not re.fullmatch(r"\d+\.\d+(\.\d+)?", v):
+            raise ValueError(f"'{v}' is not an NVIDIA driver version such as 580.95.05")
+        return v
+
+    @field_validator("sha256")
+    @classmethod
+    def _sha(cls, v: str) -> str:
+        if not re.fullmatch(r"[0-9a-fA-F]{64}", v):
+            raise ValueError("must be the 64 hex digits of the installer's SHA-256")
+        return v.lower()
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str) -> str:
+        if not re.match(r"^(https?|file)://", v):
+            raise ValueError("must be an https://, http:// or file:// URL of the .run installer")
+        return v
+
+
+def installer_path(version: str) -> str:
+    return f"{CACHE_DIR}/NVIDIA-Linux-x86_64-{version}.run"
+
+
+def download_command(a: NvidiaDriverArgs) -> str:
+    f = shlex.quote(installer_path(a.version))
+    url = shlex.quote(a.url)
+    return (f"set -e; mkdir -p {CACHE_DIR}; f={f}; "
+            f'if [ -f "$f" ] && echo "{a.sha256}  $f" | sha256sum -c --status; then exit 0; fi; '
+            f'curl -fsSL --retry 3 -o "$f.part" {url}; '
+            f'if ! echo "{a.sha256}  $f.part" | sha256sum -c --status; then '
+            f'echo "checksum mismatch for {a.url}: got $(sha256sum "$f.part" | cut -d" " -f1), '
+            f'want {a.sha256}" >&2; rm -f "$f.part"; exit {CHECKSUM_MISMATCH}; fi; '
+            f'mv -f "$f.part" "$f"')
+
+
+def install_command(a: NvidiaDriverArgs) -> str:
+    opts = ["--silent", "--no-x-check", "--no-nouveau-check"]
+    if a.target == "host":
+        opts.append("--dkms")
+        if a.kernel_open:
+            opts.append("-m=kernel-open")
+    else:
+        opts.append("--no-kernel-modules")
+    return f"sh {shlex.quote(installer_path(a.version))} {' '.join(opts)}"
+
+
+@register
+class NvidiaDriver(Operation):
+    kind = "nvidia_driver"
+    Args = NvidiaDriverArgs
+    args: NvidiaDriverArgs
+
+    def plan(self, host: HostContext) -> Plan:
+        a = self.args
+        if a.target == "host":
+            installed = host.fact(host_facts).nvidia_installed
+            what = "kernel module (modinfo)"
+        else:
+            installed = host.fact(userspace_version)
+            what = "userspace (libnvidia-ml)"
+        if installed == a.version:
+            return nothing(f"NVIDIA {what} {installed} installed")
+        if a.target == "host" and not host.check:
+            lacking = host.fact(build_prerequisites)
+            if lacking:
+                raise OperationFailed(
+                    f"cannot build the NVIDIA module with DKMS: {', '.join(lacking)} missing. Install dkms and "
+                    "proxmox-headers-$(uname -r) first; without them the installer silently builds a module "
+                    "that breaks at the next kernel update")
+        return Plan(reason=f"install NVIDIA {a.version} {what} (now: {installed or 'none'})",
+                    actions=[RunCommand(download_command(a), timeout=1800),
+                             RunCommand(install_command(a), timeout=1800)])

@@ -1,0 +1,149 @@
+"""pytest fixtures that start lab nodes (simulated Proxmox VE nodes over real SSH and HTTPS).
+
+Use from a conftest: ``from tests.lab_fixtures import lab  # noqa: F401``. The session-scoped
+``lab`` fixture starts three nodes on 127.77.0.1-3 with their own state directory, and gives tests
+a :class:`LabHandle`: the inventory path, credentials, and SSH helpers (strict host keys,
+TCP_NODELAY). The nodes die with the test process if it crashes; teardown runs ``lab down``.
+
+Nodes: pve1 = PVE 8, systemd-boot (ZFS), AMD; pve2 = PVE 8, GRUB (LVM), Intel; pve3 = PVE 9,
+systemd-boot, AMD.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import paramiko
+import pytest
+
+from gpuhost.lab import manager
+from gpuhost.lab.layout import LabLayout
+from gpuhost.lab.spec import NodeSpec
+
+LAB_NODES = [
+    NodeSpec("pve1", "127.77.0.1", boot="systemd-boot", cpu="amd", pve=8),
+    NodeSpec("pve2", "127.77.0.2", boot="grub", cpu="intel", pve=8),
+    NodeSpec("pve3", "127.77.0.3", boot="systemd-boot", cpu="amd", pve=9),
+]
+
+
+def require_lab_prerequisites() -> None:
+    if os.geteuid() != 0 or shutil.which("unshare") is None or not Path("/usr/sbin/sshd").exists():
+        pytest.fail("lab tests need root, unshare and openssh-server (apt-get install openssh-server)")
+
+
+@dataclass
+class CommandResult:
+    rc: int
+    stdout: str
+    stderr: str
+
+
+@dataclass
+class LabHandle:
+    state_dir: Path
+    nodes: list[NodeSpec]
+
+    @property
+    def layout(self) -> LabLayout:
+        return LabLayout(self.state_dir)
+
+    @property
+    def inventory(self) -> Path:
+        return self.layout.inventory_file
+
+    @property
+    def client_key(self) -> Path:
+        return self.layout.client_key
+
+    @property
+    def known_hosts(self) -> Path:
+        return self.layout.known_hosts
+
+    @property
+    def ca_file(self) -> Path:
+        return self.layout.ca_cert
+
+    def node(self, name: str) -> NodeSpec:
+        return next(n for n in self.nodes if n.name == name)
+
+    def token(self, name: str) -> str:
+        return self.layout.token_file(name).read_text().strip()
+
+    def root_password(self) -> str:
+        return self.layout.root_password_file.read_text().strip()
+
+    def connect(self, name: str, timeout: float = 10.0) -> paramiko.SSHClient:
+        """A root SSH connection with strict host-key checking against the lab's known_hosts."""
+        node = self.node(name)
+        deadline = time.monotonic() + timeout
+        while True:
+            client = paramiko.SSHClient()
+            client.load_host_keys(str(self.known_hosts))
+            client.set_missing_host_key_policy(paramiko.RejectPolicy())
+            try:
+                sock = socket.create_connection((node.address, 22), timeout=5)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                client.connect(node.address, 22, username="root", key_filename=str(self.client_key),
+                               look_for_keys=False, allow_agent=False, sock=sock, timeout=5)
+                return client
+            except (OSError, paramiko.SSHException):
+                client.close()
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+
+    def run(self, name: str, command: str, timeout: float = 30.0) -> CommandResult:
+        client = self.connect(name)
+        try:
+            return run_on(client, command, timeout)
+        finally:
+            client.close()
+
+    def boots(self, name: str) -> int:
+        info = manager.status(self.state_dir)
+        return int(next(n for n in info.nodes if n["name"] == name)["boots"])
+
+    def wait_rebooted(self, name: str, boots_before: int, timeout: float = 15.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            info = manager.status(self.state_dir)
+            entry = next(n for n in info.nodes if n["name"] == name)
+            if int(entry["boots"]) > boots_before and entry["running"] and not entry.get("rebooting"):
+                self.connect(name).close()
+                return
+            time.sleep(0.05)
+        raise TimeoutError(f"{name} did not come back from reboot within {timeout} s")
+
+
+def run_on(client: paramiko.SSHClient, command: str, timeout: float = 30.0) -> CommandResult:
+    stdin, stdout, stderr = client.exec_command(command, timeout=timeout)
+    stdin.close()
+    out = stdout.read().decode()
+    err = stderr.read().decode()
+    return CommandResult(stdout.channel.recv_exit_status(), out, err)
+
+
+def start_lab(state_dir: Path, nodes: list[NodeSpec], seed_dirs: list[Path] | None = None) -> LabHandle:
+    require_lab_prerequisites()
+    manager.up(nodes, state_dir, seed_dirs=seed_dirs, tie_to_caller=True)
+    return LabHandle(state_dir, nodes)
+
+
+@pytest.fixture(scope="session")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabHandle]:
+    """Three running lab nodes shared by the session (tests must not depend on each other's changes
+    to the seed VM 100: create their own guests instead)."""
+    state = tmp_path_factory.mktemp("lab") / "state"
+    seed = Path(__file__).resolve().parent / "fixtures" / "pve" / "lab-seed"
+    handle = start_lab(state, LAB_NODES, seed_dirs=[seed] if seed.is_dir() else None)
+    try:
+        yield handle
+    finally:
+        manager.down(state)

@@ -16,7 +16,7 @@ import shutil
 import socket
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import paramiko
@@ -49,6 +49,7 @@ class CommandResult:
 class LabHandle:
     state_dir: Path
     nodes: list[NodeSpec]
+    _clients: dict[str, paramiko.SSHClient] = field(default_factory=dict)
 
     @property
     def layout(self) -> LabLayout:
@@ -100,11 +101,24 @@ class LabHandle:
                 time.sleep(0.05)
 
     def run(self, name: str, command: str, timeout: float = 30.0) -> CommandResult:
-        client = self.connect(name)
-        try:
-            return run_on(client, command, timeout)
-        finally:
+        """Run a command over a cached connection (reconnecting once if the node rebooted)."""
+        for attempt in (1, 2):
+            client = self._clients.get(name)
+            if client is None or not (client.get_transport() and client.get_transport().is_active()):
+                client = self._clients[name] = self.connect(name)
+            try:
+                return run_on(client, command, timeout)
+            except (paramiko.SSHException, EOFError, OSError):
+                self._clients.pop(name, None)
+                client.close()
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        for client in self._clients.values():
             client.close()
+        self._clients.clear()
 
     def boots(self, name: str) -> int:
         info = manager.status(self.state_dir)
@@ -146,4 +160,5 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabHandle]:
     try:
         yield handle
     finally:
+        handle.close()
         manager.down(state)

@@ -13,6 +13,7 @@ The hierarchy::
     │   └── HostKeyMismatch           the host presented a key we do not trust
     ├── CommandFailed                 a remote or local command exited non-zero            (exit 1)
     │                                 carries command, exit code and the output's tail
+    ├── FactError                     a host's state cannot be read or makes no sense      (exit 1)
     ├── OperationFailed               an operation cannot reach its desired state          (exit 1)
     └── ProbeError                    the GPU probe cannot run on a target                 (exit 2)
 
@@ -109,6 +110,10 @@ class CommandFailed(GpuhostError):
         if out:
             msg += "\n" + "\n".join("  | " + line for line in out.splitlines())
         super().__init__(msg)
+
+
+class FactError(GpuhostError):
+    pass
 
 
 class OperationFailed(GpuhostError):

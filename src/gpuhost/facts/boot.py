@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from gpuhost.errors import FactError
+
 BootLoader = Literal["grub", "grub-pbt", "systemd-boot"]
 
 GRUB_DEFAULT = "/etc/default/grub"
@@ -45,7 +47,7 @@ class BootInfo:
         return f"{names[self.loader]}, {'UEFI' if self.efi else 'legacy BIOS'}"
 
 
-class BootDetectionError(ValueError):
+class BootDetectionError(FactError):
     pass
 
 

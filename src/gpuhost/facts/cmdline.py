@@ -17,20 +17,20 @@ def token_key(token: str) -> str:
 def edit_tokens(tokens: Sequence[str], present: Iterable[str], absent: Iterable[str] = ()) -> list[str]:
     """Tokens with each of ``present`` set and each of ``absent`` removed.
 
-    A wanted ``key=value`` replaces the first token with that key in place (later ones with
-    the same key go); a wanted flag is appended when missing. Nothing else moves.
+    A wanted token already there leaves the line alone. A wanted ``key=value`` whose key is
+    there with another value replaces the last such token in place (the one the kernel acts
+    on last); a wanted token with a new key, or a flag, is appended. Nothing else moves.
     """
-    out = [t for t in tokens if t not in set(absent)]
+    gone = set(absent)
+    out = [t for t in tokens if t not in gone]
     for want in present:
-        if "=" in want:
-            key = token_key(want)
-            idx = [i for i, t in enumerate(out) if "=" in t and token_key(t) == key]
-            if idx:
-                out[idx[0]] = want
-                out = [t for i, t in enumerate(out) if i not in idx[1:]]
-            else:
-                out.append(want)
-        elif want not in out:
+        if want in out:
+            continue
+        key = token_key(want)
+        same_key = [i for i, t in enumerate(out) if "=" in want and "=" in t and token_key(t) == key]
+        if same_key:
+            out[same_key[-1]] = want
+        else:
             out.append(want)
     return out
 

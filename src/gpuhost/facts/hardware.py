@@ -79,9 +79,12 @@ def parse_nvidia_version(text: str) -> NvidiaKernelModule | None:
 
 
 def parse_proc_devices(text: str) -> dict[str, int]:
-    """The character-device section of ``/proc/devices`` → {driver name: major}."""
+    """The character-device section of ``/proc/devices`` → {driver name: major}.
+
+    Lines before any section header (an excerpt) count as character devices.
+    """
     majors: dict[str, int] = {}
-    section = None
+    section = "Character"
     for line in text.splitlines():
         if line.strip().endswith("devices:"):
             section = line.strip().split()[0]

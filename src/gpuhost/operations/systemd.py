@@ -37,7 +37,7 @@ class Systemd(Operation):
         if a.daemon_reload and host.fact(unit_facts.systemd_running):
             actions.append(RunCommand("systemctl daemon-reload"))
         if a.enabled is not None:
-            if state.enabled == "not-found":
+            if state.enabled == "not-found" and not host.check:
                 raise OperationFailed(f"unit {a.unit} does not exist")
             is_enabled = state.enabled in ("enabled", "enabled-runtime", "alias", "static", "indirect")
             if a.enabled and not is_enabled:

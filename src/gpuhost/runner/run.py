@@ -177,8 +177,8 @@ def run_playbook(playbook: Playbook, inventory: Inventory, opts: RunOptions | No
                 runner = _HostRun(ctx, play, summary, report, opts, emit)
                 try:
                     tasks, handlers = _expand(play, ctx)
-                except ConnectionFailed as exc:
-                    summary.unreachable = True
+                except GpuhostError as exc:
+                    summary.unreachable = isinstance(exc, ConnectionFailed)
                     runner.emit(TaskResult(name, play.name, "gather facts", "facts", "failed", "", 0.0,
                                            error=str(exc)))
                     summary.count("failed")

@@ -1,0 +1,92 @@
+"""What the judge looks at, whatever produced it.
+
+The probe's report, a ``p2pBandwidthLatencyTest`` log, ``nvbandwidth`` output and
+``nvidia-smi topo -p2p`` all become one :class:`Evidence`; each fills what it knows
+and leaves the rest ``None``. The judge checks only what is present.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class PathFigures:
+    """Copies from one GPU to another over one path (peer access on, or staged through host)."""
+
+    uni_gbps: float | None = None
+    bidi_gbps: float | None = None  # both directions together
+    latency_us: float | None = None  # one 16-byte copy
+    integrity_checked: int = 0
+    integrity_failures: list[str] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return self.uni_gbps is None and self.bidi_gbps is None and self.latency_us is None
+
+
+@dataclass
+class GpuEvidence:
+    index: int
+    name: str | None = None
+    bus_id: str | None = None
+    compute_capability: str | None = None
+    pcie_gen_max: int | None = None
+    pcie_width_max: int | None = None
+    pcie_gen_load: int | None = None  # sampled while a copy loaded the link
+    pcie_width_load: int | None = None
+    pcie_width_idle: int | None = None
+    bar1_bytes: int | None = None
+    memory_bytes: int | None = None
+    virtualization: str | None = None  # NVML: none, passthrough, vgpu...
+    nvlink_links: int = 0
+    nvlink_to_switch: bool = False
+    nvlink_peers: dict[str, int] = field(default_factory=dict)  # remote bus id -> links
+    h2d_gbps: float | None = None
+    d2h_gbps: float | None = None
+    d2d_gbps: float | None = None
+    d2d_latency_us: float | None = None
+    integrity_failures: list[str] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return f"GPU{self.index}"
+
+
+@dataclass
+class PairEvidence:
+    src: int
+    dst: int
+    nvml_status: dict[str, str | None] = field(default_factory=dict)  # read/write/nvlink/atomics/pci
+    topology: str | None = None  # PIX/PXB/PHB/NODE/SYS, NV#, or None
+    can_access_peer: bool | None = None
+    p2p: PathFigures | None = None
+    staged: PathFigures | None = None
+    p2p_skipped: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"GPU{self.src}->GPU{self.dst}"
+
+
+@dataclass
+class Evidence:
+    source: str  # "probe", "p2pBandwidthLatencyTest", "nvbandwidth", "nvidia-smi topo -p2p"
+    gpus: list[GpuEvidence] = field(default_factory=list)
+    pairs: list[PairEvidence] = field(default_factory=list)
+    in_vm: bool | None = None
+    container: str | None = None
+    kernel_cmdline: str | None = None
+    notes: list[str] = field(default_factory=list)  # what the source could not say
+    nccl: dict[str, object] | None = None
+
+    def gpu(self, index: int) -> GpuEvidence | None:
+        return next((g for g in self.gpus if g.index == index), None)
+
+    def pair(self, src: int, dst: int) -> PairEvidence | None:
+        return next((p for p in self.pairs if p.src == src and p.dst == dst), None)
+
+    @property
+    def gpu_count(self) -> int:
+        indexes = {g.index for g in self.gpus} | {p.src for p in self.pairs} | {p.dst for p in self.pairs}
+        return len(indexes)

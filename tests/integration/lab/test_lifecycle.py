@@ -1,0 +1,142 @@
+"""lab up/status/down: fast start, nothing left behind, nodes die with their owner, root required."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gpuhost.lab import manager
+from gpuhost.lab.spec import NodeSpec
+from tests.lab_fixtures import require_lab_prerequisites
+
+GPUHOST = [sys.executable, "-m", "gpuhost.cli.app"]
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    code = "import sys; from gpuhost.cli.app import main; main(sys.argv[1:])"
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120)
+
+
+def _ns_inodes(pids: list[int]) -> set[str]:
+    out = set()
+    for pid in pids:
+        for ns in ("mnt", "pid", "uts"):
+            try:
+                out.add(os.readlink(f"/proc/{pid}/ns/{ns}"))
+            except OSError:
+                pass
+    return out
+
+
+def _all_ns_inodes() -> set[str]:
+    out = set()
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            out |= _ns_inodes([int(entry)])
+    return out
+
+
+def _processes_mentioning(text: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) != os.getpid():
+            try:
+                if text.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                    found.append(int(entry))
+            except OSError:
+                pass
+    return found
+
+
+def _mounts_under(path: Path) -> list[str]:
+    hits = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                info = Path(f"/proc/{entry}/mountinfo").read_text()
+            except OSError:
+                continue
+            hits += [line for line in info.splitlines() if str(path) in line]
+    return hits
+
+
+def test_ten_nodes_start_in_under_5s_and_down_leaves_nothing(tmp_path: Path) -> None:
+    require_lab_prerequisites()
+    state = tmp_path / "ten"
+    started = time.monotonic()
+    r = _cli("lab", "up", "--nodes", "10", "--address", "127.77.10.1", "--state-dir", str(state))
+    elapsed = time.monotonic() - started
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert elapsed < 5.0, f"10 nodes took {elapsed:.2f} s"
+    status = manager.status(state)
+    assert [n["name"] for n in status.nodes] == [f"pve{i}" for i in range(1, 11)]
+    assert all(n["running"] for n in status.nodes)
+    init_pids = [int(n["init_pid"]) for n in status.nodes]
+    namespaces = _ns_inodes(init_pids)
+    assert len(namespaces) == 30                      # mnt, pid and uts of each node
+    assert _processes_mentioning(str(state))
+    listed = _cli("lab", "status", "--state-dir", str(state))
+    assert listed.returncode == 0 and listed.stdout.count(" running ") == 10
+
+    r = _cli("lab", "down", "--state-dir", str(state))
+    assert r.returncode == 0 and "stopped and removed" in r.stdout, r.stderr
+    assert not state.exists()
+    assert _processes_mentioning(str(state)) == []
+    assert not any(Path(f"/proc/{pid}").exists() for pid in init_pids)
+    assert _mounts_under(state) == []
+    assert namespaces.isdisjoint(_all_ns_inodes())
+
+
+def test_nodes_die_with_the_supervisor(tmp_path: Path) -> None:
+    require_lab_prerequisites()
+    state = tmp_path / "orphan"
+    manager.up([NodeSpec("pve1", "127.77.11.1")], state)
+    info = manager.status(state)
+    init_pid = int(info.nodes[0]["init_pid"])
+    assert info.supervisor_pid is not None
+    os.kill(info.supervisor_pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while Path(f"/proc/{init_pid}").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not Path(f"/proc/{init_pid}").exists()
+    assert manager.status(state).supervisor_pid is None
+    assert manager.down(state) is True
+    assert not state.exists() and _mounts_under(state) == []
+
+
+def test_a_second_lab_in_the_same_state_dir_is_refused(tmp_path: Path) -> None:
+    require_lab_prerequisites()
+    state = tmp_path / "once"
+    manager.up([NodeSpec("pve1", "127.77.12.1")], state)
+    try:
+        r = _cli("lab", "up", "--address", "127.77.12.5", "--state-dir", str(state))
+        assert r.returncode == 2 and "a lab is already running in" in r.stderr
+    finally:
+        manager.down(state)
+    r = _cli("lab", "status", "--state-dir", str(state))
+    assert r.returncode == 2 and "no lab in" in r.stderr
+
+
+def test_usage_errors_exit_2(tmp_path: Path) -> None:
+    for args, message in ((["--boot", "lilo"], "--boot must be one of"), (["--pve", "7"], "--pve must be one of"),
+                          (["--address", "10.0.0.1"], "must use 127.0.0.0/8 addresses")):
+        r = _cli("lab", "up", "--state-dir", str(tmp_path / "x"), *args)
+        assert r.returncode == 2 and message in r.stderr, r.stderr
+    assert not (tmp_path / "x").exists()
+
+
+def test_lab_requires_root(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to drop to another user")
+    code = "import sys; from gpuhost.cli.app import main; main(sys.argv[1:])"
+    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", code,
+                        "lab", "up", "--address", "127.77.13.1", "--state-dir", str(tmp_path / "nobody")],
+                       capture_output=True, text=True, timeout=60, env={**os.environ, "HOME": "/tmp"})
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "gpuhost lab needs root" in r.stderr

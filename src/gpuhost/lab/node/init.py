@@ -36,11 +36,12 @@ def main() -> int:
     for argv in services:
         with open(f"{LOG_DIR}/{os.path.basename(argv[0])}.out", "ab") as log:
             subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, close_fds=True)
-    try:
-        from gpuhost.lab.node.guests_autostart import start_onboot_guests
-        start_onboot_guests()
-    except Exception as exc:  # a broken guest must not keep the node from booting
-        print(f"onboot: {exc}", file=sys.stderr)
+    if _has_onboot_guests():
+        try:
+            from gpuhost.lab.node.guests_autostart import start_onboot_guests
+            start_onboot_guests()
+        except Exception as exc:  # a broken guest must not keep the node from booting
+            print(f"onboot: {exc}", file=sys.stderr)
     try:
         while True:
             try:
@@ -59,6 +60,18 @@ def main() -> int:
             return 0
     os.kill(-1, signal.SIGKILL)
     return 0
+
+
+def _has_onboot_guests() -> bool:
+    import glob
+    for path in glob.glob("/etc/pve/nodes/*/qemu-server/*.conf") + glob.glob("/etc/pve/nodes/*/lxc/*.conf"):
+        try:
+            head = open(path).read().split("\n[", 1)[0]
+        except OSError:
+            continue
+        if "\nonboot: 1\n" in "\n" + head:
+            return True
+    return False
 
 
 if __name__ == "__main__":

@@ -11,7 +11,6 @@ from http.cookies import SimpleCookie
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qsl, urlsplit
 
-from gpuhost.lab.node import api, auth
 from gpuhost.lab.node.errors import PveError
 from gpuhost.lab.node.state import load
 
@@ -53,6 +52,7 @@ class Handler(BaseHTTPRequestHandler):
         return params
 
     def _authuser(self, method: str) -> str:
+        from gpuhost.lab.node import auth
         header = self.headers.get("Authorization", "")
         if header.startswith("PVEAPIToken"):
             return auth.verify_token(header)
@@ -65,6 +65,7 @@ class Handler(BaseHTTPRequestHandler):
         return userid
 
     def _dispatch(self, method: str) -> None:
+        from gpuhost.lab.node import api, auth   # imported on first use: keeps node boot fast
         try:
             params = self._params()
             path = urlsplit(self.path).path

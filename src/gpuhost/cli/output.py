@@ -64,6 +64,8 @@ def print_recap(report: RunReport) -> None:
             notes.append("reboot required (--allow-reboot)")
         if s.rebooted:
             notes.append("rebooted")
+        if s.restart_required:
+            notes.append("restart required: CT " + ", ".join(map(str, s.restart_required)) + " (--allow-restart)")
         table.add_row(host, str(s.ok), Text(str(s.changed), style="yellow" if s.changed else ""),
                       Text(str(s.failed), style="bold red" if s.failed else ""), str(s.skipped), ", ".join(notes))
     console.print(table)

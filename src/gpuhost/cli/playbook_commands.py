@@ -32,7 +32,8 @@ def parse_extra_vars(pairs: list[str]) -> dict[str, Any]:
 
 def execute_playbook(playbook: Path, inventory: Path, *, check: bool, diff: bool, limit: str | None,
                      tags: list[str], skip_tags: list[str], forks: int, allow_reboot: bool, as_json: bool,
-                     extra_vars: list[str]) -> int:
+                     extra_vars: list[str], allow_restart: bool = False,
+                     preset_vars: dict[str, Any] | None = None) -> int:
     """Load, run, print; returns the exit code. Shared by every command that runs a playbook."""
     try:
         inv = load_inventory(inventory)
@@ -40,7 +41,8 @@ def execute_playbook(playbook: Path, inventory: Path, *, check: bool, diff: bool
         if limit:
             inv.select(limit)  # unknown names are a usage error before anything runs
         opts = RunOptions(check=check, limit=limit, tags=frozenset(tags), skip_tags=frozenset(skip_tags),
-                          forks=forks, allow_reboot=allow_reboot, extra_vars=parse_extra_vars(extra_vars),
+                          forks=forks, allow_reboot=allow_reboot, allow_restart=allow_restart,
+                          extra_vars={**(preset_vars or {}), **parse_extra_vars(extra_vars)},
                           on_result=None if as_json else LivePrinter(show_diff=diff, check=check))
         report = run_playbook(book, inv, opts)
     except GpuhostError as exc:

@@ -24,7 +24,7 @@ _MISSING = 44
 
 _WRITE_SCRIPT = r"""
 set -eu
-p=$1 mode=$2 backup=$3 stamp=$4
+p=$1 mode=$2 backup=$3 stamp=$4 bdir=${5:-}
 d=$(dirname -- "$p"); b=$(basename -- "$p")
 [ -d "$d" ] || { echo "directory $d does not exist" >&2; exit 3; }
 tmp=$(mktemp "$d/.$b.gpuhost-XXXXXX")
@@ -33,7 +33,11 @@ cat > "$tmp"
 if [ -e "$p" ]; then
   chown --reference="$p" -- "$tmp" 2>/dev/null || true
   chmod --reference="$p" -- "$tmp"
-  if [ "$backup" = 1 ]; then cp -p -- "$p" "$p.$stamp$BACKUP_SUFFIX"; echo "$p.$stamp$BACKUP_SUFFIX"; fi
+  if [ "$backup" = 1 ]; then
+    if [ -n "$bdir" ]; then mkdir -p -- "$bdir"; dest="$bdir/$(echo "$p" | tr / _ | sed 's/^_//').$stamp$BACKUP_SUFFIX"
+    else dest="$p.$stamp$BACKUP_SUFFIX"; fi
+    cp -p -- "$p" "$dest"; echo "$dest"
+  fi
 else
   chmod 0644 -- "$tmp"
 fi
@@ -82,18 +86,19 @@ class Connection(ABC):
         return None if result.exit_code == _MISSING else result.stdout
 
     def write_file(self, path: str, content: str | bytes, *, mode: int | None = None,
-                   backup: bool = True) -> WriteResult:
+                   backup: bool = True, backup_dir: str | None = None) -> WriteResult:
         """Replace ``path`` atomically (temp file + rename in the same directory).
 
         An existing file keeps its owner and mode (unless ``mode`` is given) and, with
-        ``backup``, a timestamped copy ``PATH.YYYYmmddTHHMMSS.gpuhost~`` is left beside it.
+        ``backup``, a timestamped copy ``PATH.YYYYmmddTHHMMSS.gpuhost~`` is left beside it (or in
+        ``backup_dir``, for directories such as ``/etc/pve`` where stray files do not belong).
         """
         data = content.encode() if isinstance(content, str) else content
         stamp = time.strftime("%Y%m%dT%H%M%S")
         mode_arg = "-" if mode is None else format(mode, "o")
-        cmd = "BACKUP_SUFFIX={} sh -c {} gpuhost-write {} {} {} {}".format(
+        cmd = "BACKUP_SUFFIX={} sh -c {} gpuhost-write {} {} {} {} {}".format(
             shlex.quote(BACKUP_SUFFIX), shlex.quote(_WRITE_SCRIPT), shlex.quote(path), mode_arg,
-            "1" if backup else "0", stamp)
+            "1" if backup else "0", stamp, shlex.quote(backup_dir or ""))
         result = self.run(cmd, input=data)
         backup_path = result.stdout.strip() or None
         return WriteResult(path=path, backup=backup_path)

@@ -13,6 +13,7 @@ class WriteFile:
     content: str
     mode: int | None = None
     backup: bool = True
+    backup_dir: str | None = None
 
     def describe(self) -> str:
         return f"write {self.path}"
@@ -41,4 +42,15 @@ class Reboot:
         return f"reboot ({self.reason})"
 
 
-Action = WriteFile | RunCommand | Reboot
+@dataclass(frozen=True)
+class InContainer:
+    """An action carried out inside LXC container ``ctid`` of the host (through ``pct exec``)."""
+
+    ctid: int
+    action: WriteFile | RunCommand
+
+    def describe(self) -> str:
+        return f"CT {self.ctid}: {self.action.describe()}"
+
+
+Action = WriteFile | RunCommand | Reboot | InContainer

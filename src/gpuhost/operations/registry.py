@@ -25,4 +25,4 @@ def kinds() -> list[str]:
 
 
 def _load_builtin() -> None:
-    from gpuhost.operations import apt, boot, command, files, host_checks, lines, modules, nvidia, reboot, systemd  # noqa: F401,E501
+    from gpuhost.operations import apt, boot, command, files, host_checks, lines, lxc, lxc_checks, modules, nvidia, reboot, systemd  # noqa: F401,E501

@@ -22,7 +22,12 @@ class Role(ABC):
         """The role's tasks for this host (may read facts to choose)."""
 
     def handlers(self) -> list[Task]:
+        """Handlers known without a host (the playbook loader checks ``notify`` names against them)."""
         return []
+
+    def handlers_for(self, host: HostContext) -> list[Task]:
+        """The handlers for this host (roles whose handlers depend on the inventory override this)."""
+        return self.handlers()
 
 
 def register_role(cls: type[Role]) -> type[Role]:
@@ -42,4 +47,4 @@ def role_names() -> list[str]:
 
 def _load_builtin() -> None:
     # Built-in roles register themselves on import.
-    from gpuhost.roles import proxmox_host  # noqa: F401
+    from gpuhost.roles import lxc_gpu, proxmox_host  # noqa: F401

@@ -7,17 +7,20 @@ import time
 from gpuhost.connection.ssh import SSHConnection
 from gpuhost.errors import ConnectionFailed, OperationFailed
 from gpuhost.facts.system import boot_id
-from gpuhost.operations.actions import Action, Reboot, RunCommand, WriteFile
+from gpuhost.operations.actions import Action, InContainer, Reboot, RunCommand, WriteFile
 from gpuhost.runner.context import HostContext
 
 
 def apply(host: HostContext, action: Action) -> None:
     if isinstance(action, WriteFile):
-        host.conn.write_file(action.path, action.content, mode=action.mode, backup=action.backup)
+        host.conn.write_file(action.path, action.content, mode=action.mode, backup=action.backup,
+                             backup_dir=action.backup_dir)
     elif isinstance(action, RunCommand):
         host.conn.run(action.command, ok_codes=action.ok_codes, timeout=action.timeout)
     elif isinstance(action, Reboot):
         reboot(host, action)
+    elif isinstance(action, InContainer):
+        apply(host.guest(action.ctid), action.action)
     else:  # pragma: no cover - exhaustive
         raise TypeError(action)
     host.invalidate_facts()

@@ -7,6 +7,7 @@ from typing import Any, TypeVar
 
 from gpuhost.connection import open_connection
 from gpuhost.connection.base import Connection
+from gpuhost.connection.pct import PctConnection
 from gpuhost.inventory.models import NodeSpec
 from gpuhost.templating import Templates
 
@@ -17,18 +18,23 @@ class HostContext:
     """One host during one run: its connection (opened on first use), variables and fact cache."""
 
     def __init__(self, node: NodeSpec, variables: dict[str, Any], templates: Templates, *, check: bool,
-                 allow_reboot: bool, connect: Callable[[NodeSpec], Connection] = open_connection) -> None:
+                 allow_reboot: bool, allow_restart: bool = False,
+                 connect: Callable[[NodeSpec], Connection] = open_connection) -> None:
         self.node = node
         self.name = node.name
         self.vars = variables
         self.templates = templates
         self.check = check
         self.allow_reboot = allow_reboot
+        self.allow_restart = allow_restart
+        self.restart_required: set[int] = set()
         self.reboot_required = False
         self.rebooted = False
         self._connect = connect
         self._conn: Connection | None = None
         self._facts: dict[tuple[Any, ...], Any] = {}
+        self._guests: dict[int, HostContext] = {}
+        self.parent: HostContext | None = None
 
     @property
     def conn(self) -> Connection:
@@ -45,6 +51,20 @@ class HostContext:
 
     def invalidate_facts(self) -> None:
         self._facts.clear()
+        for guest in self._guests.values():
+            guest.invalidate_facts()
+        if self.parent is not None:
+            self.parent._facts.clear()
+
+    def guest(self, ctid: int) -> HostContext:
+        """The context of LXC container ``ctid`` on this node: same variables, its own facts."""
+        if ctid not in self._guests:
+            node = self.node.model_copy(update={"name": f"{self.name}/ct{ctid}"})
+            guest = HostContext(node, self.vars, self.templates, check=self.check, allow_reboot=False,
+                                connect=lambda _n: PctConnection(self.conn, ctid))
+            guest.parent = self
+            self._guests[ctid] = guest
+        return self._guests[ctid]
 
     def template_vars(self) -> dict[str, Any]:
         return {**self.vars, "inventory_hostname": self.name, "node": self.node.model_dump()}

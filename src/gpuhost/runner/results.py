@@ -46,12 +46,13 @@ class HostSummary:
     unreachable: bool = False
     reboot_required: bool = False
     rebooted: bool = False
+    restart_required: list[int] = field(default_factory=list)
 
     def count(self, status: Status) -> None:
         setattr(self, status, getattr(self, status) + 1)
 
     def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        return {**self.__dict__, "restart_required": sorted(self.restart_required)}
 
 
 @dataclass

@@ -33,6 +33,7 @@ class RunOptions:
     skip_tags: frozenset[str] = frozenset()
     forks: int = 10
     allow_reboot: bool = False
+    allow_restart: bool = False
     extra_vars: dict[str, Any] = field(default_factory=dict)
     on_result: Callable[[TaskResult], None] | None = None
     connect: Callable[[NodeSpec], Connection] = open_connection
@@ -121,7 +122,7 @@ def _expand(play: Play, ctx: HostContext) -> tuple[list[Task], list[Task]]:
             raise PlaybookError(f"unknown role '{ref.name}'")
         role = role_cls()
         tasks += [_tagged(t, ref.name) for t in role.tasks(ctx)]
-        handlers += [_tagged(t, ref.name) for t in role.handlers()]
+        handlers += [_tagged(t, ref.name) for t in role.handlers_for(ctx)]
     return tasks + list(play.tasks), handlers
 
 
@@ -170,7 +171,8 @@ def run_playbook(playbook: Playbook, inventory: Inventory, opts: RunOptions | No
                 variables = _play_vars(play, inventory, name, opts)
                 if ctx is None:
                     ctx = HostContext(inventory.nodes[name], variables, templates, check=opts.check,
-                                      allow_reboot=opts.allow_reboot, connect=opts.connect)
+                                      allow_reboot=opts.allow_reboot, allow_restart=opts.allow_restart,
+                                      connect=opts.connect)
                     contexts[name] = ctx
                 else:
                     ctx.vars = variables
@@ -185,6 +187,7 @@ def run_playbook(playbook: Playbook, inventory: Inventory, opts: RunOptions | No
                     return False
                 ok = runner.run(tasks, handlers)
                 summary.reboot_required = ctx.reboot_required
+                summary.restart_required = sorted(ctx.restart_required)
                 summary.rebooted = summary.rebooted or ctx.rebooted
                 return ok
 

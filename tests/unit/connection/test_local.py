@@ -69,3 +69,14 @@ def test_timeout_reports_124():
     result = LocalConnection().run("sleep 5", check=False, timeout=0.2)
     assert result.exit_code == 124
     assert "timed out" in result.stderr
+
+
+def test_backup_can_go_to_a_separate_directory(tmp_path):
+    conn = LocalConnection()
+    pve = tmp_path / "pve" / "lxc"
+    pve.mkdir(parents=True)
+    (pve / "200.conf").write_text("arch: amd64\n")
+    result = conn.write_file(str(pve / "200.conf"), "arch: amd64\ncores: 8\n", backup_dir=str(tmp_path / "bk"))
+    assert sorted(p.name for p in pve.iterdir()) == ["200.conf"]
+    assert result.backup.startswith(str(tmp_path / "bk"))
+    assert open(result.backup).read() == "arch: amd64\n"

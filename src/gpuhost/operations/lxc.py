@@ -1,0 +1,250 @@
+"""LXC guests on a Proxmox VE node: created, GPUs passed through, running, restarted only when allowed.
+
+Everything here runs as root on the node (``pct`` over SSH): PVE lets only ``root@pam`` set
+device passthrough (``devN``), and raw ``lxc.*`` keys have no API at all.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import TYPE_CHECKING, Any
+
+from gpuhost.errors import OperationFailed
+from gpuhost.facts.host import host_facts
+from gpuhost.facts.pve import ct_config, ct_config_path, ct_status, pve_version, vztemplates
+from gpuhost.operations.actions import InContainer, RunCommand, WriteFile
+from gpuhost.operations.base import Args, Operation, Plan, SkipTask, nothing, unified_diff
+from gpuhost.operations.registry import get as get_operation
+from gpuhost.operations.registry import register
+
+if TYPE_CHECKING:
+    from gpuhost.runner.context import HostContext
+
+BACKUP_DIR = "/var/backups/gpuhost"
+
+
+class ContainerArgs(Args):
+    ctid: int
+    hostname: str
+    template: str = "auto"
+    storage: str = "local"
+    cores: int = 8
+    memory: int = 65536
+    swap: int = 0
+    rootfs: str = "local-lvm:64"
+    net0: str | None = None
+    unprivileged: bool = False
+    features: str | None = None
+    onboot: bool = True
+
+
+def pick_template(volids: list[str]) -> str | None:
+    """The newest Debian 12 template, else the newest template of any kind."""
+    debian = [v for v in volids if "debian-12" in v]
+    pool = debian or volids
+    return sorted(pool)[-1] if pool else None
+
+
+@register
+class LxcContainer(Operation):
+    """The container exists with these resources (created from a template when absent)."""
+
+    kind = "lxc_container"
+    Args = ContainerArgs
+    args: ContainerArgs
+
+    def wanted(self) -> dict[str, str]:
+        a = self.args
+        opts = {"hostname": a.hostname, "cores": str(a.cores), "memory": str(a.memory), "swap": str(a.swap),
+                "onboot": "1" if a.onboot else "0"}
+        if a.features:
+            opts["features"] = a.features
+        return opts
+
+    def plan(self, host: HostContext) -> Plan:
+        a = self.args
+        status = host.fact(ct_status, a.ctid)
+        if status is None:
+            template = a.template
+            if template == "auto":
+                template = pick_template(host.fact(vztemplates, a.storage)) or ""
+                if not template:
+                    raise OperationFailed(f"no container template on storage '{a.storage}' of {host.name}: "
+                                          "download one (pveam update; pveam download local debian-12-standard…) "
+                                          "or set the container's template")
+            opts = {**self.wanted(), "rootfs": a.rootfs, "unprivileged": "1" if a.unprivileged else "0"}
+            if a.net0:
+                opts["net0"] = a.net0
+            cmd = f"pct create {a.ctid} {shlex.quote(template)} " + " ".join(
+                f"--{k} {shlex.quote(v)}" for k, v in opts.items())
+            return Plan(reason=f"create CT {a.ctid} from {template}", actions=[RunCommand(cmd, timeout=900)])
+        conf = host.fact(ct_config, a.ctid)
+        assert conf is not None
+        changes = {k: v for k, v in self.wanted().items() if conf.get(k) != v}
+        if conf.get("unprivileged", "0") != ("1" if a.unprivileged else "0"):
+            raise OperationFailed(f"CT {a.ctid} is {'un' if conf.get('unprivileged') == '1' else ''}privileged; "
+                                  "PVE cannot change that in place (back up, restore with --unprivileged)")
+        if not changes:
+            return nothing(f"CT {a.ctid} exists ({status})")
+        cmd = f"pct set {a.ctid} " + " ".join(f"--{k} {shlex.quote(v)}" for k, v in changes.items())
+        return Plan(reason=f"CT {a.ctid}: set {', '.join(changes)}", actions=[RunCommand(cmd)])
+
+
+class DevicesArgs(Args):
+    ctid: int
+    devices: list[str]          # host paths, e.g. /dev/nvidia0, /dev/nvidiactl
+    gid: int = 44               # 'video' in Debian containers
+    memlock_unlimited: bool = True
+
+
+def dev_entries(devices: list[str], gid: int) -> dict[str, str]:
+    return {f"dev{i}": f"{path},gid={gid}" for i, path in enumerate(devices)}
+
+
+def device_major(device: str, majors: dict[str, int]) -> int:
+    """The char major of an NVIDIA device node, as /proc/devices lists it (never hard-coded)."""
+    name = device.rsplit("/", 1)[-1]
+    driver = "nvidia-uvm" if name.startswith("nvidia-uvm") else "nvidia-caps" if "nvidia-caps" in device else "nvidia"
+    if driver not in majors:
+        raise OperationFailed(f"/proc/devices lists no '{driver}' major: load the NVIDIA modules on the host first")
+    return majors[driver]
+
+
+def legacy_lines(devices: list[str], majors: dict[str, int]) -> list[tuple[str, str]]:
+    """Pre-8.1 form: a cgroup allow line per major and a bind mount per device node."""
+    lines = [("lxc.cgroup2.devices.allow", f"c {m}:* rwm") for m in sorted({device_major(d, majors)
+                                                                            for d in devices})]
+    lines += [("lxc.mount.entry", f"{d} {d.lstrip('/')} none bind,optional,create=file") for d in devices]
+    return lines
+
+
+@register
+class LxcDevices(Operation):
+    """GPU device nodes passed into the container (``devN``, PVE ≥ 8.1; raw ``lxc.*`` before),
+    and ``lxc.prlimit.memlock: unlimited`` for pinned memory. Notifies a restart when running."""
+
+    kind = "lxc_devices"
+    Args = DevicesArgs
+    args: DevicesArgs
+
+    def plan(self, host: HostContext) -> Plan:
+        a = self.args
+        conf = host.fact(ct_config, a.ctid)
+        if conf is None:
+            if host.check:
+                raise SkipTask(f"CT {a.ctid} does not exist yet (it would be created first)")
+            raise OperationFailed(f"CT {a.ctid} does not exist")
+        version = host.fact(pve_version)
+        facts = host.fact(host_facts)
+        present = set(facts.nvidia_devices)
+        missing = [d for d in a.devices if d not in present]
+        if missing and not host.check:
+            raise OperationFailed(
+                f"{', '.join(missing)} missing on {host.name}: the container would refuse to start "
+                f"(PVE: 'Device {missing[0]} does not exist'). Load nvidia_uvm and create the nodes at boot "
+                "(gpuhost provision host installs nvidia-devnodes.service), or run: nvidia-modprobe -c0 -u")
+        actions: list[Any] = []
+        reasons: list[str] = []
+        if version.at_least(8, 1):
+            wanted = dev_entries(a.devices, a.gid)
+            have = {k: v for k, v in conf.main.options.items() if k.startswith("dev") and k[3:].isdigit()}
+            set_args = {k: v for k, v in wanted.items() if have.get(k) != v}
+            extra = sorted(set(have) - set(wanted), key=lambda k: int(k[3:]))
+            if set_args or extra:
+                cmd = f"pct set {a.ctid} " + " ".join(f"--{k} {shlex.quote(v)}" for k, v in set_args.items())
+                if extra:
+                    cmd += f" --delete {','.join(extra)}"
+                actions.append(RunCommand(cmd))
+                reasons.append(f"devN entries for {len(a.devices)} devices")
+            raw: list[tuple[str, str]] = []
+        else:
+            raw = legacy_lines(a.devices, facts.char_majors)
+        if a.memlock_unlimited:
+            raw.append(("lxc.prlimit.memlock", "unlimited"))
+        if raw:
+            before = conf.text()
+            for key, value in raw:
+                if value not in conf.lxc_values(key):
+                    conf.add_lxc(key, value)
+            after = conf.render()
+            if after != before:
+                path = ct_config_path(a.ctid)
+                actions.append(WriteFile(path, after, backup_dir=BACKUP_DIR))
+                reasons.append("raw lxc keys")
+                return Plan(reason=f"CT {a.ctid}: " + ", ".join(reasons), actions=actions,
+                            diff=unified_diff(path, before, after))
+        if not actions:
+            return nothing(f"CT {a.ctid} has the {len(a.devices)} GPU devices")
+        return Plan(reason=f"CT {a.ctid}: " + ", ".join(reasons), actions=actions)
+
+
+class RunningArgs(Args):
+    ctid: int
+
+
+@register
+class LxcRunning(Operation):
+    kind = "lxc_running"
+    Args = RunningArgs
+    args: RunningArgs
+
+    def plan(self, host: HostContext) -> Plan:
+        status = host.fact(ct_status, self.args.ctid)
+        if status == "running":
+            return nothing(f"CT {self.args.ctid} running")
+        if status is None and host.check:
+            return Plan(reason=f"start CT {self.args.ctid} (after creating it)",
+                        actions=[RunCommand(f"pct start {self.args.ctid}")])
+        return Plan(reason=f"start CT {self.args.ctid} ({status})",
+                    actions=[RunCommand(f"pct start {self.args.ctid}")])
+
+
+@register
+class LxcRestart(Operation):
+    """Handler: restart a running container so configuration changes apply; only when allowed."""
+
+    kind = "lxc_restart"
+    Args = RunningArgs
+    args: RunningArgs
+
+    def plan(self, host: HostContext) -> Plan:
+        ctid = self.args.ctid
+        status = host.fact(ct_status, ctid)
+        if status != "running":
+            return nothing(f"CT {ctid} is {status or 'absent'}: changes apply at its next start")
+        if not host.allow_restart:
+            host.restart_required.add(ctid)
+            raise SkipTask(f"CT {ctid} must restart for its new devices to apply; rerun with --allow-restart")
+        return Plan(reason=f"restart CT {ctid}", actions=[RunCommand(f"pct reboot {ctid}", timeout=300)])
+
+
+class InContainerArgs(Args):
+    ctid: int
+    operation: str
+    params: dict[str, Any] = {}
+
+
+@register
+class InCt(Operation):
+    """Any operation, planned and applied inside container ``ctid``."""
+
+    kind = "in_container"
+    Args = InContainerArgs
+    args: InContainerArgs
+
+    def plan(self, host: HostContext) -> Plan:
+        a = self.args
+        cls = get_operation(a.operation)
+        if cls is None:
+            raise OperationFailed(f"in_container: unknown operation '{a.operation}'")
+        inner = cls.from_dict(a.params)
+        status = host.fact(ct_status, a.ctid)
+        if status != "running":
+            if host.check:
+                raise SkipTask(f"CT {a.ctid} is {status or 'not created yet'}: would {inner.describe()} inside")
+            raise OperationFailed(f"CT {a.ctid} is {status or 'absent'}: cannot {a.operation} inside it")
+        plan = inner.plan(host.guest(a.ctid))
+        return Plan(reason=f"CT {a.ctid}: {plan.reason}",
+                    actions=[InContainer(a.ctid, act) for act in plan.actions],  # type: ignore[arg-type]
+                    diff=plan.diff)
+

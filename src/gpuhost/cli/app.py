@@ -38,6 +38,7 @@ def _register() -> None:
     from gpuhost.cli import lab  # noqa: F401
     from gpuhost.cli import playbook_commands  # noqa: F401
     from gpuhost.cli import provision  # noqa: F401
+    from gpuhost.cli import verify  # noqa: F401
     # --- end sub-commands ---
 
 

@@ -14,7 +14,7 @@ from gpuhost.p2p.judge import Finding, Level, Verdict
 CLIQUE = ("in the VM's config give every GPU the same GPUDirect clique "
           "(args: -set device.hostpciN.x-nv-gpudirect-clique=0 for each hostpciN, hostpci entries naming "
           "function .0, no hidden=1/kvm=off), then check 'nvidia-smi topo -p2p r' in the guest reads OK")
-HOST_IOMMU = ("on the host boot with iommu=pt (and check dmesg for IO_PAGE_FAULT), clear ACS redirection on "
+HOST_IOMMU = ("boot the host with iommu=pt (and check dmesg for IO_PAGE_FAULT), clear ACS redirection on "
               "PCIe switches, and keep Above-4G decoding and Resizable BAR on")
 
 
@@ -36,7 +36,7 @@ def _advice(cause: str, ev: Evidence) -> str:
         if where == "vm":
             return "This runs in a VM: " + CLIQUE + "."
         if where == "container":
-            return ("This runs in a container, which shares the host's kernel: fix it on the host: " + HOST_IOMMU
+            return ("This runs in a container, which shares the host's kernel, so the fix is on the host: " + HOST_IOMMU
                     + ". Keep every GPU of one engine in one container.")
         if where == "host":
             return "On this host: " + HOST_IOMMU + "."
@@ -71,6 +71,8 @@ def _advice(cause: str, ev: Evidence) -> str:
         "staged-slow": "Even copies through host memory are slow: check host links and NUMA placement.",
         "not-measured": "Rerun with peer measurements.",
         "nccl-failed": "Rerun with NCCL_DEBUG=INFO; look for 'via SHM' (no P2P) or hangs after init.",
+        "regression": "A figure fell well below the baseline run: look for what changed since (driver, BIOS, "
+                      "kernel command line, a card reseated, another job on the GPUs).",
     }.get(cause, "")
 
 

@@ -1,7 +1,7 @@
 """Typed view of the probe's JSON report (``schema_version`` 1).
 
-Only the keys the controller reads are modelled; unknown keys are kept by the raw
-dict the report came from, so newer probes stay readable. A report from another
+Only the keys the controller reads are typed; other keys are kept as they came
+(``extra="allow"``), so a dump of the model is the whole report. A report from another
 schema version is refused with a message saying which one was expected.
 """
 
@@ -17,7 +17,7 @@ from gpuhost.probe import SCHEMA_VERSION
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="allow")
 
 
 class Figure(_Model):

@@ -103,7 +103,8 @@ class StreamGate:
         self._flag.value = 1
 
     def park(self, ctx: int, stream: int) -> None:
-        """Queue the wait on ``stream`` (whose context ``ctx`` must be current)."""
+        """Queue the wait on ``stream``, which belongs to context ``ctx``."""
+        self.drv.set_current(ctx)  # the kernel is loaded into, and launched from, the stream's context
         if self.method == "kernel":
             fn = self._kernel_for(ctx)
             self.drv.launch_single_thread(fn, stream, [ctypes.c_uint64(self._dptr),
@@ -124,11 +125,13 @@ class StreamGate:
         self.drv.host_free(self._host)
 
 
-def choose_method(drv: CudaDriver, ctx: int, stream: int, wanted: str = "auto") -> str:
+def choose_method(drv: CudaDriver, ctx: int, stream: int, wanted: str = "auto",
+                  rejected: Optional[list] = None) -> str:
     """The first hold method that works on this driver, tried on a real stream.
 
     ``wanted`` is ``auto``, ``kernel`` or ``wait-value``; a named method that fails
-    raises :class:`HoldUnavailable` with the driver's error.
+    raises :class:`HoldUnavailable` with the driver's error. Why a method was passed
+    over is appended to ``rejected``.
     """
     order = list(METHODS) if wanted == "auto" else [wanted]
     errors = []
@@ -142,6 +145,8 @@ def choose_method(drv: CudaDriver, ctx: int, stream: int, wanted: str = "auto") 
             gate.park(ctx, stream)
             gate.open()
             drv.stream_synchronize(stream)
+            if rejected is not None:
+                rejected.extend(errors)
             return method
         except CudaError as exc:
             errors.append("%s: %s" % (method, exc))

@@ -88,7 +88,8 @@ class Bench:
             drv.set_current(gpu.ctx)
             drv.copy_htod(gpu.src, self.host_pattern, n)
             drv.synchronize()
-        self.hold_method = choose_method(drv, first.ctx, first.lane.stream, settings.hold)
+        self.hold_rejected: List[str] = []
+        self.hold_method = choose_method(drv, first.ctx, first.lane.stream, settings.hold, self.hold_rejected)
         self.gate = StreamGate(drv, self.hold_method, settings.hold_timeout_s)
 
     def close(self) -> None:

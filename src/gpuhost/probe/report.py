@@ -195,6 +195,8 @@ class Probe:
             self.report["status"] = "cannot_run"
             return
         self.report["settings"]["hold"] = bench.hold_method
+        if bench.hold_rejected:
+            self.report["settings"]["hold_rejected"] = bench.hold_rejected
         try:
             for gpu in self.report["gpus"]:
                 k = gpu["index"]
@@ -309,7 +311,7 @@ class Deadline:
     def _watch(self) -> None:
         if self._done.wait(self.seconds):
             return
-        self.probe.error("deadline", "the probe ran past %.0f s during '%s' and was stopped"
+        self.probe.error("deadline", "the probe ran past %g s during '%s' and was stopped"
                          % (self.seconds, self.probe.stage))
         self.probe.report["status"] = "deadline"
         try:

@@ -106,3 +106,39 @@ def test_units() -> None:
     assert median([1.0, 2.0, 3.0, 10.0]) == 2.5
     s = Series("GB/s", [1.0, 5.0, 3.0], unheld=1).to_json()
     assert s["value"] == 3.0 and s["unheld_samples"] == 1 and s["stream_held"] is True
+
+
+class RecordingDriver:
+    """Stands in for CudaDriver under the real StreamGate.park."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[Any, ...]] = []
+        self.current = 0
+
+    def set_current(self, ctx: int) -> None:
+        self.current = ctx
+        self.calls.append(("ctx", ctx))
+
+    def module_load_data(self, image: bytes) -> int:
+        self.calls.append(("load", self.current))
+        return 7
+
+    def module_function(self, module: int, name: str) -> int:
+        return 8
+
+    def launch_single_thread(self, fn: int, stream: int, args: list[Any]) -> None:
+        self.calls.append(("launch", self.current, stream))
+
+
+def test_spin_kernel_is_loaded_and_launched_in_the_streams_own_context() -> None:
+    # Regression: with two GPUs the kernel was loaded into whichever context was current,
+    # its launch on GPU0's stream failed, and 'auto' silently fell back to wait-value.
+    drv = RecordingDriver()
+    gate = StreamGate.__new__(StreamGate)
+    gate.drv = drv  # type: ignore[assignment]
+    gate.method = "kernel"
+    gate._kernels = {}
+    gate._dptr = 0x1000
+    drv.set_current(2)  # another GPU's context is current
+    gate.park(1, 11)
+    assert ("load", 1) in drv.calls and ("launch", 1, 11) in drv.calls

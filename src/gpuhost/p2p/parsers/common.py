@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 #: Row index -> the row's values.
-Matrix = dict[int, list[float]]
+Matrix = dict[int, list[float | None]]
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from gpuhost.p2p.evidence import Evidence, GpuEvidence, PairEvidence, PathFigures
-from gpuhost.p2p.parsers.common import Matrix, strip_ansi
+from gpuhost.p2p.parsers.common import Matrix, number, strip_ansi
 
 MARKERS = ("P2P (Peer-to-Peer) GPU Bandwidth Latency Test", "Unidirectional P2P=Disabled Bandwidth Matrix",
            "P2P Connectivity Matrix")
@@ -72,7 +72,7 @@ def parse_matrices(text: str) -> dict[tuple[str, str], Matrix]:
             continue
         m = _ROW.match(raw)
         if m:
-            values = [float(v) for v in m.group(2).split()]
+            values = [number(v) for v in m.group(2).split()]
             rows[int(m.group(1))] = values
     if current is not None and rows:
         out[current] = rows
@@ -121,8 +121,9 @@ def parse(text: str) -> Evidence:
         gpus.setdefault(i, GpuEvidence(index=i))
     staged_uni = matrices.get(("staged", "uni"), {})
     for i, g in gpus.items():
-        if i in staged_uni and i < len(staged_uni[i]):
-            g.d2d_gbps = staged_uni[i][i] / 2.0  # the diagonal counts read + write
+        diag = staged_uni[i][i] if i in staged_uni and i < len(staged_uni[i]) else None
+        if diag is not None:
+            g.d2d_gbps = diag / 2.0  # the diagonal counts read + write
 
     def cell(path: str, quantity: str, i: int, j: int) -> float | None:
         rows = matrices.get((path, quantity), {})

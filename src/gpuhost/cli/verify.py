@@ -1,0 +1,109 @@
+"""``gpuhost verify p2p``: measure (or read) GPU peer-to-peer paths and judge them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from gpuhost.cli.app import app
+from gpuhost.cli.output import console, error, print_json
+from gpuhost.connection.base import Connection
+from gpuhost.errors import GpuhostError, UsageError
+
+verify_app = typer.Typer(help="Verify a machine: GPU peer-to-peer paths.", no_args_is_help=True)
+app.add_typer(verify_app, name="verify")
+
+
+def _connection(host: str | None, inventory: Path | None) -> Connection:
+    from gpuhost.connection import LocalConnection, open_connection
+
+    if host is None:
+        return LocalConnection()
+    if inventory is None:
+        raise UsageError("--host needs -i INVENTORY")
+    from gpuhost.inventory import load_inventory
+
+    inv = load_inventory(inventory)
+    if host not in inv.nodes:
+        raise UsageError(f"'{host}' is not a node of {inventory}")
+    return open_connection(inv.nodes[host])
+
+
+@verify_app.command("p2p")
+def p2p_command(
+    host: str | None = typer.Option(None, "--host", help="Node of the inventory to probe (default: this machine)."),
+    inventory: Path | None = typer.Option(None, "-i", "--inventory", help="Inventory file (YAML)."),
+    ctid: int | None = typer.Option(None, "--ctid", help="Probe inside this LXC on the node (pct push/exec)."),
+    from_file: Path | None = typer.Option(None, "--from-file", help="Judge a saved output instead of probing: "
+                                          "probe JSON, p2pBandwidthLatencyTest, nvbandwidth text, topo -p2p."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object (schema gpuhost.verify-p2p/1)."),
+    heatmap: Path | None = typer.Option(None, "--heatmap", help="Write bandwidth/latency matrices as a PNG."),
+    baseline: Path | None = typer.Option(None, "--baseline", help="Flag figures that fell below this earlier run."),
+    save_report: Path | None = typer.Option(None, "--save-report", help="Also write the probe's raw JSON here."),
+    expect_p2p: bool = typer.Option(True, "--expect-p2p/--no-expect-p2p",
+                                    help="Fail when P2P is unavailable (default), or only judge the staged path."),
+    link: str | None = typer.Option(None, "--link", help="Link of a capture that does not say, e.g. gen5x16."),
+    size_mib: int = typer.Option(256, "--size-mib", min=1, help="Bytes per bandwidth copy, MiB."),
+    samples: int = typer.Option(5, "--samples", min=1, help="Samples per figure (median reported)."),
+    devices: str | None = typer.Option(None, "--devices", help="CUDA ordinals to probe, e.g. 0,1."),
+    staged: bool = typer.Option(True, "--staged/--no-staged", help="Also measure copies staged through host."),
+    nccl: bool = typer.Option(True, "--nccl/--no-nccl", help="NCCL all-reduce check when torch imports there."),
+) -> None:
+    """Measure every GPU pair (or read a capture), judge it, and explain the verdict.
+
+    Exit 0 pass (warnings allowed), 1 fail, 2 cannot run.
+    """
+    from gpuhost.p2p.parsers import read_capture_file
+    from gpuhost.p2p.remote import ProbeOptions, run_probe
+    from gpuhost.p2p.service import Settings, judge_evidence, outcome_from_report, parse_link
+
+    try:
+        settings = Settings(expect_p2p=expect_p2p, link=parse_link(link) if link else None)
+        if baseline is not None:
+            settings.baseline = read_capture_file(baseline)[0]
+        if from_file is not None:
+            if host or ctid is not None:
+                raise UsageError("--from-file judges a file; it takes no --host or --ctid")
+            ev, report = read_capture_file(from_file)
+            raw = json.loads(from_file.read_text()) if report is not None else None
+            if raw is not None and "report" in raw and raw.get("schema"):
+                raw = raw["report"]
+            if report is not None:
+                outcome = outcome_from_report(str(from_file), report, settings, raw)
+            else:
+                outcome = judge_evidence(str(from_file), ev, settings)
+        else:
+            opts = ProbeOptions(size_mib=size_mib, samples=samples, staged=staged, nccl=nccl,
+                                devices=[int(d) for d in devices.split(",")] if devices else None)
+            with _connection(host, inventory) as conn:
+                report = run_probe(conn, opts, ctid=ctid)
+            raw = report.model_dump(mode="json")
+            if save_report is not None:
+                save_report.write_text(json.dumps(raw, indent=1) + "\n")
+            target = (host or "localhost") + (f" CT {ctid}" if ctid is not None else "")
+            outcome = outcome_from_report(target, report, settings, raw)
+        if heatmap is not None and outcome.evidence is not None:
+            from gpuhost.p2p.heatmap import write_heatmap
+
+            write_heatmap(outcome.evidence, heatmap, f"{outcome.target}: {outcome.word}")
+    except GpuhostError as exc:
+        if as_json:
+            print_json({"schema": "gpuhost.verify-p2p/1", "verdict": "CANNOT RUN", "exit_code": exc.exit_code,
+                        "cannot_run": str(exc)})
+        else:
+            error(str(exc))
+        raise typer.Exit(exc.exit_code) from exc
+    except ValueError as exc:
+        error(f"--devices: {exc}")
+        raise typer.Exit(2) from exc
+
+    if as_json:
+        print_json(outcome.to_json())
+    else:
+        from gpuhost.p2p.tables import render
+
+        for item in render(outcome):
+            console.print(item)
+    raise typer.Exit(outcome.exit_code)

@@ -52,6 +52,9 @@ def up(
     typer.echo(f"lab up: {len(info.nodes)} node(s) in {elapsed:.1f} s")
     _print_nodes(info.nodes)
     typer.echo(f"inventory: {info.inventory}")
+    first = info.nodes[0]["address"]
+    typer.echo(f"ssh: ssh -i {info.state_dir}/client_key -o UserKnownHostsFile={info.state_dir}/known_hosts "
+               f"root@{first}")
 
 
 @lab_app.command("down")

@@ -43,6 +43,8 @@ mount --bind / "$R/var/lib/gpuhost-lab/ctbase"
 mount -o remount,bind,ro "$R/var/lib/gpuhost-lab/ctbase"
 mount --bind "$node/boot/cmdline" "$R/proc/cmdline"
 mount -o remount,bind,ro "$R/proc/cmdline"
+mount --bind "$node/boot/version" "$R/proc/version"
+mount -o remount,bind,ro "$R/proc/version"
 hostname "$name"
 cd "$R"
 mkdir -p .oldroot

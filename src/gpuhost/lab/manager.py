@@ -18,7 +18,7 @@ from gpuhost.lab.credentials import new_ca, new_password, new_token_secret, ssh_
 from gpuhost.lab.inventory import render_inventory
 from gpuhost.lab.layout import LabLayout
 from gpuhost.lab.seed import NodeSecrets, SeedHook, seed_node
-from gpuhost.lab.spec import LabSpec, NodeSpec
+from gpuhost.lab.spec import LabSpec, NodeSpec, require_loopback
 
 SUPERVISOR_START_TIMEOUT_S = 90.0
 REQUIRED_COMMANDS = ("unshare", "mount", "ssh-keygen", "openssl", "/usr/sbin/sshd")
@@ -107,6 +107,8 @@ def _claim_state_dir(layout: LabLayout) -> None:
 
 
 def _write_lab(layout: LabLayout, spec: LabSpec, seed_dirs: list[Path], hooks: list[SeedHook]) -> None:
+    for node in spec.nodes:
+        require_loopback(node.address)   # never listen anywhere a real machine could be reached
     names = [n.name for n in spec.nodes]
     addresses = [n.address for n in spec.nodes]
     if len(set(names)) != len(names) or len(set(addresses)) != len(addresses):

@@ -47,6 +47,10 @@ class NodeProcess:
         self.cmdline = bootloader.booted_cmdline(node.upper, self.spec.boot, kernel_for(self.spec.pve))
         node.cmdline_file.parent.mkdir(parents=True, exist_ok=True)
         node.cmdline_file.write_text(self.cmdline + "\n")
+        kernel = kernel_for(self.spec.pve)
+        (node.cmdline_file.parent / "version").write_text(
+            f"Linux version {kernel} (build@proxmox) (gcc (Debian 12.2.0-14) 12.2.0, GNU ld (GNU Binutils for Debian) "
+            f"2.40) #1 SMP PREEMPT_DYNAMIC PMX {kernel.removesuffix('-pve')} (2024-11-06T15:04Z)\n")
         console = open(node.console_log, "ab")
         try:
             self.proc = subprocess.Popen(

@@ -212,12 +212,42 @@ def _node_code(up: Path) -> None:
             f"sys.path.insert(0, {paths.PYTHONPATH!r})\n"
             f"from gpuhost.lab.node.cli.{module} import main\n"
             f"sys.exit(main(sys.argv[1:]))\n"), mode=0o755)
+    _write(up, "/usr/local/bin/uname", UNAME_SHIM, mode=0o755)
     _write(up, "/usr/bin/kvm", (
         "#!/usr/bin/python3 -I\n"
         "import sys\n"
         f"sys.path.insert(0, {paths.PYTHONPATH!r})\n"
         "from gpuhost.lab.node.kvm_process import main\n"
         "sys.exit(main(sys.argv[1:]))\n"), mode=0o755)
+
+
+#: uname that reports the node's PVE kernel instead of the host's (state read from node.json).
+UNAME_SHIM = r"""#!/bin/sh
+# uname of a gpuhost lab node: the kernel is the node's, everything else comes from /usr/bin/uname
+rel=$(sed -n 's/.*"kernel": "\([^"]*\)".*/\1/p' /var/lib/gpuhost-lab/node.json)
+ver="#1 SMP PREEMPT_DYNAMIC PMX ${rel%-pve} (2024-11-06T15:04Z)"
+[ $# -eq 0 ] && set -- -s
+out=""
+add() { out="${out:+$out }$1"; }
+for arg in "$@"; do
+  case "$arg" in
+    --all) arg=-a ;; --kernel-name) arg=-s ;; --nodename) arg=-n ;; --kernel-release) arg=-r ;;
+    --kernel-version) arg=-v ;; --machine) arg=-m ;; --operating-system) arg=-o ;;
+    --help|--version) exec /usr/bin/uname "$arg" ;;
+  esac
+  flags=${arg#-}
+  while [ -n "$flags" ]; do
+    f=$(printf '%s' "$flags" | cut -c1); flags=${flags#?}
+    case "$f" in
+      a) add Linux; add "$(/usr/bin/uname -n)"; add "$rel"; add "$ver"; add x86_64; add GNU/Linux ;;
+      s) add Linux ;; n) add "$(/usr/bin/uname -n)" ;; r) add "$rel" ;; v) add "$ver" ;;
+      m|p|i) add x86_64 ;; o) add GNU/Linux ;;
+      *) exec /usr/bin/uname "$arg" ;;
+    esac
+  done
+done
+printf '%s\n' "$out"
+"""
 
 
 def _shadow_with_root(password_hash: str) -> str:

@@ -99,3 +99,11 @@ def test_inventory_follows_the_schema(lab: LabHandle) -> None:
         assert (secret.stat().st_mode & 0o777) == 0o600
         assert (lab.inventory.parent / entry["api"]["ca_file"]).exists()
     assert (lab.client_key.stat().st_mode & 0o777) == 0o600
+
+
+def test_kernel_release_is_the_nodes_not_the_hosts(lab: LabHandle) -> None:
+    r = lab.run("pve3", "uname -r; uname -sr; cat /proc/version; pveversion")
+    lines = r.stdout.splitlines()
+    assert lines[:2] == ["6.14.8-2-pve", "Linux 6.14.8-2-pve"]
+    assert lines[2].startswith("Linux version 6.14.8-2-pve ")
+    assert lines[3].endswith("(running kernel: 6.14.8-2-pve)")

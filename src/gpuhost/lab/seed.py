@@ -174,7 +174,6 @@ def _pve_tree(up: Path, spec: NodeSpec, state: NodeState, secrets: NodeSecrets) 
     storage = "local-zfs" if state.root_fs == "zfs" else "local-lvm"
     _write(up, "/etc/pve/storage.cfg", pve_texts.STORAGE_CFG_ZFS if state.root_fs == "zfs"
            else pve_texts.STORAGE_CFG_LVM)
-    user, _, token = secrets.token_id.partition("!")
     _write(up, "/etc/pve/user.cfg", f"user:root@pam:1:0:::root@{node}.lab::\n\n"
                                     f"token:{secrets.token_id}:0:0::\n\n")
     _write(up, "/etc/pve/priv/token.cfg", f"{secrets.token_id} {secrets.token_secret}\n", mode=0o600)

@@ -125,9 +125,12 @@ def _qemu_config_post(vmid: int, params: Params, authuser: str, **_: object) -> 
         schema.check_key("qemu", key)
     schema.check_vm_modify_perm(authuser, list(options) + delete, options,
                                 {k: str(v) for k, v in qemu.config(vmid).items()})
-    return tasks.run(guests.nodename(), "qmconfig", str(vmid), authuser,
-                     lambda: [] if qemu.update(vmid, options, delete, revert, authuser=authuser,
-                                               digest=params.get("digest")) is None else [])
+    def work() -> list[str]:
+        still_pending = qemu.update(vmid, options, delete, revert, authuser=authuser, digest=params.get("digest"))
+        return [f"update VM {vmid}: " + " ".join(f"-{k} {v}" for k, v in options.items())] + \
+            [f"pending until the next cold start: {', '.join(still_pending)}"] * bool(still_pending)
+
+    return tasks.run(guests.nodename(), "qmconfig", str(vmid), authuser, work)
 
 
 def _qemu_pending(vmid: int, **_: object) -> object:
@@ -147,10 +150,13 @@ def _qemu_action(action: str) -> Callable[..., object]:
         guests.load("qemu", vmid)
         if _bool(params, "skiplock") and authuser != "root@pam":
             raise param_error({"skiplock": "Only root may use this option."})
-        work = {"start": lambda: qemu.start(vmid), "stop": lambda: qemu.stop(vmid),
-                "shutdown": lambda: qemu.shutdown(vmid),
-                "reboot": lambda: (qemu.shutdown(vmid), qemu.start(vmid)) and None}[action]
-        return tasks.run(guests.nodename(), f"qm{action}", str(vmid), authuser, lambda: work() and None)
+        def work() -> None:
+            if action in ("stop", "shutdown", "reboot"):
+                (qemu.stop if action == "stop" else qemu.shutdown)(vmid)
+            if action in ("start", "reboot"):
+                qemu.start(vmid)
+
+        return tasks.run(guests.nodename(), f"qm{action}", str(vmid), authuser, work)
     return run
 
 
@@ -204,8 +210,12 @@ def _lxc_status(vmid: int, **_: object) -> object:
 def _lxc_action(action: str) -> Callable[..., object]:
     def run(vmid: int, authuser: str, **_: object) -> object:
         guests.load("lxc", vmid)
-        work = {"start": lxc.start, "stop": lxc.stop, "shutdown": lxc.shutdown, "reboot": lxc.reboot}[action]
-        return tasks.run(guests.nodename(), f"vz{action}", str(vmid), authuser, lambda: work(vmid) and None)
+        operation = {"start": lxc.start, "stop": lxc.stop, "shutdown": lxc.shutdown, "reboot": lxc.reboot}[action]
+
+        def work() -> None:
+            operation(vmid)
+
+        return tasks.run(guests.nodename(), f"vz{action}", str(vmid), authuser, work)
     return run
 
 

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import time
 
-from gpuhost.lab.node import guests, kvm_cmdline, pending, schema, tasks
+from gpuhost.lab.node import guests, kvm_cmdline, pending, schema
 from gpuhost.lab.node.errors import PveError
 from gpuhost.lab.node.state import load as load_state
 from gpuhost.pve.config import GuestConfig, new_config
@@ -95,8 +95,11 @@ def status(vmid: int) -> dict[str, object]:
     if pid:
         out["pid"] = pid
         out["uptime"] = int(time.time() - os.stat(f"/proc/{pid}").st_mtime)
-        out["running-machine"] = mtype.replace("pc+", "pc-i440fx-9.0+").replace("q35+", "pc-q35-9.0+")
-        out["running-qemu"] = {8: "9.0.2", 9: "10.0.2"}.get(load_state().pve, "9.0.2")
+        qemu_version = {8: "9.0.2", 9: "10.0.2"}.get(load_state().pve, "9.0.2")
+        family = "pc-q35" if mtype.startswith(("q35", "pc-q35")) else "pc-i440fx"
+        out["running-machine"] = mtype if mtype[:2] == "pc" and mtype[2:3] == "-" else \
+            f"{family}-{qemu_version.rsplit('.', 1)[0]}+pve0"
+        out["running-qemu"] = qemu_version
     return out
 
 
@@ -230,7 +233,3 @@ def list_vms() -> list[dict[str, object]]:
 def _uuid() -> str:
     import uuid
     return str(uuid.uuid4())
-
-
-__all__ = ["config", "pending_view", "status", "showcmd", "update", "create", "destroy", "start", "stop",
-           "shutdown", "list_vms", "running_pid", "tasks"]

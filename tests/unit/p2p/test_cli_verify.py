@@ -82,3 +82,21 @@ def test_local_run_without_a_driver_exits_2_naming_what_is_missing() -> None:
     r = _run("--no-nccl")
     assert r.exit_code == 2
     assert "CANNOT RUN" in r.output and "libcuda.so.1" in r.output and "NVML" in r.output
+
+
+@pytest.mark.skipif(ctypes.util.find_library("cuda") is not None, reason="an NVIDIA driver is installed here")
+def test_host_from_the_inventory_is_probed_through_its_connection(tmp_path: Path) -> None:
+    inv = tmp_path / "inventory.yml"
+    inv.write_text("nodes:\n  ctl:\n    address: 127.0.0.1\n    connection: local\n")
+    r = _run("--host", "ctl", "-i", str(inv), "--no-nccl", "--json")
+    assert r.exit_code == 2, r.output
+    out = json.loads(r.output)
+    assert out["target"] == "ctl" and out["verdict"] == "CANNOT RUN"
+
+
+def test_unknown_host_and_host_without_inventory_are_usage_errors(tmp_path: Path) -> None:
+    inv = tmp_path / "inventory.yml"
+    inv.write_text("nodes:\n  ctl:\n    address: 127.0.0.1\n    connection: local\n")
+    assert _run("--host", "other", "-i", str(inv)).exit_code == 2
+    r = _run("--host", "ctl")
+    assert r.exit_code == 2 and "-i INVENTORY" in r.output

@@ -59,3 +59,49 @@ def test_bad_arguments_are_refused() -> None:
                          text=True, env={"PYTHONPATH": str(SRC)}, timeout=60)
     assert out.returncode == 2
     assert "queue" in out.stderr
+
+
+def test_without_cuda_the_report_still_lists_what_nvml_sees(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An LXC whose /dev/nvidia-uvm is missing: NVML works, cuInit fails."""
+    from gpuhost.probe import report as report_mod
+    from gpuhost.probe.cuda import CudaError
+    from gpuhost.probe.measure import Settings
+
+    class FakeNvml:
+        error = None
+        ok = True
+
+        def __init__(self) -> None:
+            import pynvml
+
+            self.nv = pynvml
+
+        def system(self) -> dict:  # type: ignore[type-arg]
+            return {"driver_version": "580.159.04"}
+
+        def handles(self) -> list:  # type: ignore[type-arg]
+            return ["h0", "h1"]
+
+        def gpu(self, h: str) -> dict:  # type: ignore[type-arg]
+            return {"name": "NVIDIA H200", "bus_id": {"h0": "00000000:06:00.0", "h1": "00000000:07:00.0"}[h]}
+
+        def pair(self, a: str, b: str) -> dict:  # type: ignore[type-arg]
+            return {"status": {"read": "CNS", "write": "CNS"}, "topology": "PHB"}
+
+        def shutdown(self) -> None:
+            pass
+
+    def no_cuda() -> None:
+        raise CudaError("cuInit", 999, "CUDA_ERROR_UNKNOWN", "unknown error")
+
+    monkeypatch.setattr(report_mod, "Nvml", FakeNvml)
+    monkeypatch.setattr(report_mod, "load_driver", no_cuda)
+    monkeypatch.setattr(report_mod, "nvidia_smi_facts", lambda: {"available": False, "error": "not on PATH"})
+    probe = report_mod.Probe(Settings(), nccl="off")
+    assert probe.run() == 2
+    r = probe.report
+    assert r["status"] == "cannot_run"
+    err = next(e for e in r["errors"] if e["stage"] == "cuda")
+    assert err["code"] == "CUDA_ERROR_UNKNOWN" and "nvidia-uvm" in err["hint"]
+    assert [g["bus_id"] for g in r["gpus"]] == ["00000000:06:00.0", "00000000:07:00.0"]
+    assert r["pairs"][0]["nvml"]["status"]["read"] == "CNS"

@@ -11,7 +11,7 @@ from gpuhost.p2p.bundle import build_probe_zip
 from gpuhost.p2p.parsers import read_capture, read_capture_file
 from gpuhost.p2p.parsers.cuda_samples import parse_matrices
 from gpuhost.p2p.tables import matrices
-from tests.unit.p2p.conftest import fixture
+from tests.unit.p2p.captures import fixture
 
 
 def test_a_run_compared_with_itself_has_no_regression() -> None:

@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gpuhost.cli.app import _register, app
-from tests.unit.p2p.conftest import fixture
+from tests.unit.p2p.captures import fixture
 
 _register()
 runner = CliRunner()

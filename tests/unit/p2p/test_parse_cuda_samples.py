@@ -6,7 +6,7 @@ import pytest
 
 from gpuhost.p2p.parsers import read_capture_file
 from gpuhost.p2p.parsers.cuda_samples import parse_matrices
-from tests.unit.p2p.conftest import fixture
+from tests.unit.p2p.captures import fixture
 
 
 def test_geforce_pair_without_peer_access() -> None:

@@ -6,7 +6,7 @@ import pytest
 
 from gpuhost.errors import ProbeError
 from gpuhost.p2p.parsers import read_capture, read_capture_file
-from tests.unit.p2p.conftest import fixture
+from tests.unit.p2p.captures import fixture
 
 
 def test_nvbandwidth_reads_every_pair_and_not_the_header_as_a_row() -> None:

@@ -9,7 +9,7 @@ import pytest
 from gpuhost.errors import ProbeError
 from gpuhost.p2p.report import parse_report, report_from_text
 from gpuhost.p2p.service import Settings, outcome_from_report
-from tests.unit.p2p.conftest import fixture
+from tests.unit.p2p.captures import fixture
 
 
 def _h200() -> dict:  # type: ignore[type-arg]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from gpuhost.p2p.diagnosis import diagnose
 from gpuhost.p2p.judge import Level, judge
 from gpuhost.p2p.parsers import read_capture_file
-from tests.unit.p2p.conftest import fixture
+from tests.unit.p2p.captures import fixture
 
 
 def _judged(name: str, **kw: object):  # type: ignore[no-untyped-def]

@@ -26,10 +26,17 @@ from gpuhost.lab import manager
 from gpuhost.lab.layout import LabLayout
 from gpuhost.lab.spec import NodeSpec
 
+def lab_address(subnet: int, host: int) -> str:
+    """An address in 127.77.0.0/16, offset per pytest-xdist worker so parallel workers never collide."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    offset = int(worker[2:]) * 20 if worker.startswith("gw") and worker[2:].isdigit() else 0
+    return f"127.77.{subnet + offset}.{host}"
+
+
 LAB_NODES = [
-    NodeSpec("pve1", "127.77.0.1", boot="systemd-boot", cpu="amd", pve=8),
-    NodeSpec("pve2", "127.77.0.2", boot="grub", cpu="intel", pve=8),
-    NodeSpec("pve3", "127.77.0.3", boot="systemd-boot", cpu="amd", pve=9),
+    NodeSpec("pve1", lab_address(0, 1), boot="systemd-boot", cpu="amd", pve=8),
+    NodeSpec("pve2", lab_address(0, 2), boot="grub", cpu="intel", pve=8),
+    NodeSpec("pve3", lab_address(0, 3), boot="systemd-boot", cpu="amd", pve=9),
 ]
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from gpuhost.lab import manager
 from gpuhost.lab.spec import NodeSpec
-from tests.lab_fixtures import LabHandle, run_on, start_lab
+from tests.lab_fixtures import LabHandle, lab_address, run_on, start_lab
 
 GRUB, SDBOOT = "grub1", "sdboot1"
 
@@ -17,8 +17,8 @@ GRUB, SDBOOT = "grub1", "sdboot1"
 def boot_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabHandle]:
     """Its own nodes: these tests reboot them and change their command lines."""
     state = tmp_path_factory.mktemp("bootlab") / "state"
-    handle = start_lab(state, [NodeSpec(GRUB, "127.77.2.1", boot="grub", cpu="intel"),
-                               NodeSpec(SDBOOT, "127.77.2.2", boot="systemd-boot", cpu="amd")])
+    handle = start_lab(state, [NodeSpec(GRUB, lab_address(2, 1), boot="grub", cpu="intel"),
+                               NodeSpec(SDBOOT, lab_address(2, 2), boot="systemd-boot", cpu="amd")])
     yield handle
     handle.close()
     manager.down(state)

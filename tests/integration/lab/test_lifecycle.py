@@ -13,10 +13,7 @@ import pytest
 
 from gpuhost.lab import manager
 from gpuhost.lab.spec import NodeSpec
-from tests.lab_fixtures import require_lab_prerequisites
-
-GPUHOST = [sys.executable, "-m", "gpuhost.cli.app"]
-
+from tests.lab_fixtures import lab_address, require_lab_prerequisites
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     code = "import sys; from gpuhost.cli.app import main; main(sys.argv[1:])"
@@ -70,7 +67,7 @@ def test_ten_nodes_start_in_under_5s_and_down_leaves_nothing(tmp_path: Path) -> 
     require_lab_prerequisites()
     state = tmp_path / "ten"
     started = time.monotonic()
-    r = _cli("lab", "up", "--nodes", "10", "--address", "127.77.10.1", "--state-dir", str(state))
+    r = _cli("lab", "up", "--nodes", "10", "--address", lab_address(10, 1), "--state-dir", str(state))
     elapsed = time.monotonic() - started
     assert r.returncode == 0, r.stdout + r.stderr
     assert elapsed < 5.0, f"10 nodes took {elapsed:.2f} s"
@@ -96,7 +93,7 @@ def test_ten_nodes_start_in_under_5s_and_down_leaves_nothing(tmp_path: Path) -> 
 def test_nodes_die_with_the_supervisor(tmp_path: Path) -> None:
     require_lab_prerequisites()
     state = tmp_path / "orphan"
-    manager.up([NodeSpec("pve1", "127.77.11.1")], state)
+    manager.up([NodeSpec("pve1", lab_address(11, 1))], state)
     info = manager.status(state)
     init_pid = int(info.nodes[0]["init_pid"])
     assert info.supervisor_pid is not None
@@ -113,9 +110,9 @@ def test_nodes_die_with_the_supervisor(tmp_path: Path) -> None:
 def test_a_second_lab_in_the_same_state_dir_is_refused(tmp_path: Path) -> None:
     require_lab_prerequisites()
     state = tmp_path / "once"
-    manager.up([NodeSpec("pve1", "127.77.12.1")], state)
+    manager.up([NodeSpec("pve1", lab_address(12, 1))], state)
     try:
-        r = _cli("lab", "up", "--address", "127.77.12.5", "--state-dir", str(state))
+        r = _cli("lab", "up", "--address", lab_address(12, 5), "--state-dir", str(state))
         assert r.returncode == 2 and "a lab is already running in" in r.stderr
     finally:
         manager.down(state)
@@ -136,7 +133,7 @@ def test_lab_requires_root(tmp_path: Path) -> None:
         pytest.skip("needs root to drop to another user")
     code = "import sys; from gpuhost.cli.app import main; main(sys.argv[1:])"
     r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", code,
-                        "lab", "up", "--address", "127.77.13.1", "--state-dir", str(tmp_path / "nobody")],
+                        "lab", "up", "--address", lab_address(13, 1), "--state-dir", str(tmp_path / "nobody")],
                        capture_output=True, text=True, timeout=60, env={**os.environ, "HOME": "/tmp"})
     assert r.returncode == 2, r.stdout + r.stderr
     assert "gpuhost lab needs root" in r.stderr

@@ -103,7 +103,8 @@ class NodeSpec(_Model):
 
     name: str = ""
     address: str
-    connection: Literal["ssh", "local"] = "ssh"
+    #: ``api``: only the PVE HTTPS API (a token) is available for this node
+    connection: Literal["ssh", "local", "api"] = "ssh"
     ssh: SSHConfig = SSHConfig()
     api: APIConfig | None = None
     vars: dict[str, Any] = Field(default_factory=dict)
@@ -123,6 +124,12 @@ class NodeSpec(_Model):
             if not all(part and part.replace("-", "").isalnum() for part in v.split(".")):
                 raise ValueError(f"'{v}' is neither an IP address nor a host name") from None
         return v
+
+    @model_validator(mode="after")
+    def _api_needs_api(self) -> NodeSpec:
+        if self.connection == "api" and self.api is None:
+            raise ValueError("connection: api needs an 'api' section (url, token_id, token_secret_env/_file)")
+        return self
 
     @field_validator("containers", "vms")
     @classmethod

@@ -246,13 +246,19 @@ def judge_pair(ev: Evidence, p: PairEvidence, *, expect_p2p: bool = True,
     rate, rate_name = _line_rate(ev, p, kind, link_override)
     if fig.uni_gbps is not None:
         if rate is not None:
-            band = T.UNI_NVLINK if kind == "nvlink" else (
-                T.UNI_PCIE_NEAR if p.topology in ("PIX", "PXB", "PHB", "NODE") else T.UNI_PCIE_FAR)
+            # A VM shows a made-up topology (often PHB for every pair), so a pair there might
+            # cross sockets without saying so: it gets the cross-socket band.
+            near = p.topology in ("PIX", "PXB", "PHB", "NODE") and not ev.in_vm
+            band = T.UNI_NVLINK if kind == "nvlink" else (T.UNI_PCIE_NEAR if near else T.UNI_PCIE_FAR)
             ratio = fig.uni_gbps / rate
             level = _band(ratio, band)
+            caveat = ""
+            if kind != "nvlink" and not near:
+                caveat = ", topology hidden by the VM" if ev.in_vm and p.topology else (
+                    "" if p.topology else ", topology unknown")
             f.append(Finding(level, "uni-bandwidth", s,
                              f"{fig.uni_gbps:.1f} GB/s = {ratio:.0%} of {rate_name} ({rate:.1f} GB/s); "
-                             f"pass at {band.pass_at:.0%}" + ("" if p.topology else ", topology unknown"),
+                             f"pass at {band.pass_at:.0%}" + caveat,
                              None if level == Level.PASS else "uni-low"))
         if staged is not None and staged.uni_gbps is not None and fig.uni_gbps <= staged.uni_gbps:
             f.append(Finding(Level.WARN, "p2p-vs-staged", s,

@@ -118,3 +118,11 @@ def test_slow_host_link_and_small_bar1() -> None:
 def test_cuda_and_nvml_disagreeing_is_a_warning() -> None:
     ev = _machine(HEALTHY, status="CNS", can=True)
     assert any(f.cause == "status-disagree" for f in judge(ev).findings)
+
+
+def test_in_a_vm_the_reported_topology_is_not_trusted_for_the_bandwidth_band() -> None:
+    genoa_like = PathFigures(45.0, 80.0, 1.0)  # 71 % of Gen5 x16: fine across sockets, low within one
+    assert judge(_machine(genoa_like, topology="PHB", in_vm=False)).level == Level.WARN
+    v = judge(_machine(genoa_like, topology="PHB", in_vm=True))
+    uni = [f for f in v.findings if f.check == "uni-bandwidth"]
+    assert uni[0].level == Level.PASS and "topology hidden by the VM" in uni[0].message

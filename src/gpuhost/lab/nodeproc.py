@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import time
+import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -47,6 +48,7 @@ class NodeProcess:
         self.cmdline = bootloader.booted_cmdline(node.upper, self.spec.boot, kernel_for(self.spec.pve))
         node.cmdline_file.parent.mkdir(parents=True, exist_ok=True)
         node.cmdline_file.write_text(self.cmdline + "\n")
+        (node.cmdline_file.parent / "boot_id").write_text(f"{uuid.uuid4()}\n")   # a new boot, a new boot_id
         kernel = kernel_for(self.spec.pve)
         (node.cmdline_file.parent / "version").write_text(
             f"Linux version {kernel} (build@proxmox) (gcc (Debian 12.2.0-14) 12.2.0, GNU ld (GNU Binutils for Debian) "

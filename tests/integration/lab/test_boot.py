@@ -94,6 +94,7 @@ def test_reboot_drops_the_connection_and_keeps_disk_state(boot_lab: LabHandle) -
     lab = boot_lab
     lab.run(GRUB, "echo persisted > /root/marker && echo volatile > /tmp/marker && "
                   "qm create 901 --name r --memory 512 && qm start 901")
+    boot_id = lab.run(GRUB, "cat /proc/sys/kernel/random/boot_id").stdout
     held = lab.connect(GRUB)
     before = lab.boots(GRUB)
     assert run_on(held, "reboot").rc == 0
@@ -101,5 +102,6 @@ def test_reboot_drops_the_connection_and_keeps_disk_state(boot_lab: LabHandle) -
     transport = held.get_transport()
     assert transport is None or not transport.is_active()
     held.close()
+    assert lab.run(GRUB, "cat /proc/sys/kernel/random/boot_id").stdout not in (boot_id, "")
     r = lab.run(GRUB, "cat /root/marker; test -e /tmp/marker || echo tmp-cleared; qm status 901; hostname")
     assert r.stdout == f"persisted\ntmp-cleared\nstatus: stopped\n{GRUB}\n"

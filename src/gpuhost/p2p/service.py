@@ -6,12 +6,15 @@ file) and prints the :class:`Outcome`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuhost.errors import UsageError
 from gpuhost.p2p.baseline import Regression, compare
 from gpuhost.p2p.diagnosis import diagnose
 from gpuhost.p2p.evidence import Evidence
+from gpuhost.p2p.from_probe import evidence_from_report
 from gpuhost.p2p.judge import Finding, Level, Verdict, judge
 from gpuhost.p2p.report import ProbeReport
 
@@ -121,8 +124,6 @@ def cannot_run(target: str, report: ProbeReport, raw_report: dict[str, Any] | No
 
 def outcome_from_report(target: str, report: ProbeReport, settings: Settings,
                         raw_report: dict[str, Any] | None = None) -> Outcome:
-    from gpuhost.p2p.from_probe import evidence_from_report
-
     if report.status == "cannot_run" or not any(g.measured for g in report.gpus):
         return cannot_run(target, report, raw_report)
     return judge_evidence(target, evidence_from_report(report), settings, report=report, raw_report=raw_report)
@@ -130,10 +131,6 @@ def outcome_from_report(target: str, report: ProbeReport, settings: Settings,
 
 def parse_link(text: str) -> tuple[int, int]:
     """``gen5x16`` -> (5, 16)."""
-    import re
-
-    from gpuhost.errors import UsageError
-
     m = re.fullmatch(r"(?i)gen([1-6])x(1|2|4|8|16|32)", text.strip())
     if not m:
         raise UsageError(f"--link expects GENxWIDTH such as gen5x16, got '{text}'")

@@ -115,3 +115,11 @@ def test_secret_file_must_be_private(tmp_path):
 def test_missing_env_secret_is_a_clear_error():
     with pytest.raises(SecretError, match="GPUHOST_SURELY_UNSET is not set"):
         read_secret("api token", env="GPUHOST_SURELY_UNSET")
+
+
+def test_shipped_example_inventory_is_valid():
+    repo = Path(__file__).resolve().parents[3]
+    inv = load_inventory(repo / "inventory" / "example.yml")
+    node = inv.nodes["pve-gpu1"]
+    assert node.containers[200].gpus == "all"
+    assert inv.vars_for("pve-gpu1")["nvidia_driver"]["version"] == "580.95.05"

@@ -1,7 +1,8 @@
 """pytest fixtures that start lab nodes (simulated Proxmox VE nodes over real SSH and HTTPS).
 
 Use from a conftest: ``from tests.lab_fixtures import lab  # noqa: F401``. The session-scoped
-``lab`` fixture starts three nodes on 127.77.0.1-3 with their own state directory, and gives tests
+``lab`` fixture starts three nodes on 127.77.X.1-3 (X: a block reserved per process) with their own state
+directory, and gives tests
 a :class:`LabHandle`: the inventory path, credentials, and SSH helpers (strict host keys,
 TCP_NODELAY). The nodes die with the test process if it crashes; teardown runs ``lab down``.
 
@@ -11,6 +12,7 @@ systemd-boot, AMD.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import socket
@@ -26,18 +28,41 @@ from gpuhost.lab import manager
 from gpuhost.lab.layout import LabLayout
 from gpuhost.lab.spec import NodeSpec
 
+_RESERVATION: list[object] = []      # the open, locked file that reserves this process's address block
+
+
+def _address_block() -> int:
+    """Reserve a block of 20 /24s in 127.77.0.0/16 for this process (a flock held until exit), so
+    concurrent test runs (xdist workers, another developer's pytest) never share addresses."""
+    if not _RESERVATION:
+        lock_dir = Path("/run/gpuhost-lab-tests")
+        lock_dir.mkdir(mode=0o700, exist_ok=True)
+        for base in range(0, 240, 20):
+            fh = open(lock_dir / f"block-{base}.lock", "w")
+            try:
+                fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                fh.close()
+                continue
+            _RESERVATION.extend([fh, base])
+            break
+        else:
+            raise RuntimeError("no free lab address block in 127.77.0.0/16 (12 test runs at once?)")
+    return int(_RESERVATION[1])  # type: ignore[call-overload]
+
+
 def lab_address(subnet: int, host: int) -> str:
-    """An address in 127.77.0.0/16, offset per pytest-xdist worker so parallel workers never collide."""
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
-    offset = int(worker[2:]) * 20 if worker.startswith("gw") and worker[2:].isdigit() else 0
-    return f"127.77.{subnet + offset}.{host}"
+    """An address in this process's reserved block of 127.77.0.0/16 (subnet 0-19)."""
+    assert 0 <= subnet < 20
+    return f"127.77.{_address_block() + subnet}.{host}"
 
 
-LAB_NODES = [
-    NodeSpec("pve1", lab_address(0, 1), boot="systemd-boot", cpu="amd", pve=8),
-    NodeSpec("pve2", lab_address(0, 2), boot="grub", cpu="intel", pve=8),
-    NodeSpec("pve3", lab_address(0, 3), boot="systemd-boot", cpu="amd", pve=9),
-]
+def lab_nodes() -> list[NodeSpec]:
+    return [
+        NodeSpec("pve1", lab_address(0, 1), boot="systemd-boot", cpu="amd", pve=8),
+        NodeSpec("pve2", lab_address(0, 2), boot="grub", cpu="intel", pve=8),
+        NodeSpec("pve3", lab_address(0, 3), boot="systemd-boot", cpu="amd", pve=9),
+    ]
 
 
 def require_lab_prerequisites() -> None:
@@ -163,7 +188,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabHandle]:
     to the seed VM 100: create their own guests instead)."""
     state = tmp_path_factory.mktemp("lab") / "state"
     seed = Path(__file__).resolve().parent / "fixtures" / "pve" / "lab-seed"
-    handle = start_lab(state, LAB_NODES, seed_dirs=[seed] if seed.is_dir() else None)
+    handle = start_lab(state, lab_nodes(), seed_dirs=[seed] if seed.is_dir() else None)
     try:
         yield handle
     finally:

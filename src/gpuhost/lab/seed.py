@@ -34,6 +34,7 @@ SHIMS: dict[str, tuple[str, str]] = {
     "update-grub": ("/usr/sbin/update-grub", "update_grub"),
     "update-initramfs": ("/usr/sbin/update-initramfs", "update_initramfs"),
     "reboot": ("/usr/sbin/reboot", "reboot"),
+    "systemctl": ("/usr/local/bin/systemctl", "systemctl"),   # runtime verbs; unit-file verbs go to the real one
 }
 
 
@@ -64,7 +65,8 @@ def seed_node(layout: NodeLayout, spec: NodeSpec, secrets: NodeSecrets, seed_dir
         name=spec.name, address=spec.address, boot=spec.boot, cpu=spec.cpu, pve=spec.pve,
         kernel=kernel_for(spec.pve), root_fs="zfs" if spec.boot == "systemd-boot" else "lvm",
         esp_uuids=[_esp_uuid(spec.name)] if spec.boot == "systemd-boot" else [], token_id=secrets.token_id,
-        extra={"hide_paths": sorted({str(layout.dir.parent.parent), "/work"})},
+        extra={"hide_paths": sorted({str(layout.dir.parent.parent), "/work"}),
+               "baseline_units": _host_enabled_units()},
     )
     _identity(up, spec)
     _clean_root_home(up, secrets.client_public_key)
@@ -247,6 +249,12 @@ for arg in "$@"; do
 done
 printf '%s\n' "$out"
 """
+
+
+def _host_enabled_units() -> list[str]:
+    """Units the host itself has enabled: a node never starts those (they are not PVE's)."""
+    wants = Path("/etc/systemd/system/multi-user.target.wants")
+    return sorted(p.name for p in wants.iterdir()) if wants.is_dir() else []
 
 
 def _shadow_with_root(password_hash: str) -> str:

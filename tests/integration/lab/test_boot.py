@@ -105,3 +105,21 @@ def test_reboot_drops_the_connection_and_keeps_disk_state(boot_lab: LabHandle) -
     assert lab.run(GRUB, "cat /proc/sys/kernel/random/boot_id").stdout not in (boot_id, "")
     r = lab.run(GRUB, "cat /root/marker; test -e /tmp/marker || echo tmp-cleared; qm status 901; hostname")
     assert r.stdout == f"persisted\ntmp-cleared\nstatus: stopped\n{GRUB}\n"
+
+
+def test_enabled_units_run_at_boot_and_systemctl_reports_them(boot_lab: LabHandle) -> None:
+    lab = boot_lab
+    unit = ("[Unit]\\nDescription=device nodes\\n[Service]\\nType=oneshot\\n"
+            "ExecStart=/bin/sh -c \"date +%%s > /run/devnodes-ran\"\\nRemainAfterExit=yes\\n"
+            "[Install]\\nWantedBy=multi-user.target\\n")
+    r = lab.run(SDBOOT, f"printf '{unit}' > /etc/systemd/system/devnodes.service && systemctl daemon-reload && "
+                        "systemctl enable devnodes.service && systemctl is-enabled devnodes.service; "
+                        "systemctl is-active devnodes.service ssh.service pveproxy.service")
+    assert r.stdout.splitlines() == ["enabled", "inactive", "active", "active"], r.stderr
+    r = lab.run(SDBOOT, "printf '[Service]\\nType=oneshot\\nExecStart=/bin/false\\n' > /etc/systemd/system/bad.service; "
+                        "systemctl start bad.service")
+    assert r.rc == 1 and r.stderr.startswith("Job for bad.service failed because the control process exited")
+    assert lab.run(SDBOOT, "systemctl is-active bad.service").stdout == "failed\n"
+    _reboot(lab, SDBOOT)
+    r = lab.run(SDBOOT, "test -s /run/devnodes-ran && echo ran; systemctl is-active devnodes.service bad.service")
+    assert r.stdout == "ran\nactive\ninactive\n"

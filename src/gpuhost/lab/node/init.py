@@ -33,9 +33,20 @@ def main() -> int:
          "import sys; sys.path.insert(0, '/usr/lib/gpuhost-lab/python'); "
          "from gpuhost.lab.node.pveproxy import main; sys.exit(main())"],
     ]
-    for argv in services:
+    started = {}
+    for unit, argv in zip(("ssh.service", "pveproxy.service"), services):
         with open(f"{LOG_DIR}/{os.path.basename(argv[0])}.out", "ab") as log:
-            subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, close_fds=True)
+            started[unit] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                             close_fds=True).pid
+    try:
+        from gpuhost.lab.node import services as units
+        for unit, pid in started.items():
+            units.mark_running(unit, pid)
+        if units.units_to_start_at_boot():
+            for unit, error in units.start_enabled_units():
+                print(f"{unit}: {error}", file=sys.stderr)
+    except Exception as exc:  # a broken unit must not keep the node from booting
+        print(f"units: {exc}", file=sys.stderr)
     if _has_onboot_guests():
         try:
             from gpuhost.lab.node.guests_autostart import start_onboot_guests

@@ -1,7 +1,7 @@
 """The shell script that boots one node inside fresh mount, UTS and PID namespaces.
 
 Run as ``unshare -m -u -p --fork --kill-child=SIGKILL --propagation private sh boot-node.sh
-NAME NODE_DIR HIDE_DIR``. It mounts the node's root (overlay: host ``/`` below, the node's
+NAME NODE_DIR HIDE_DIR BOOT`` (BOOT: grub or systemd-boot). It mounts the node's root (overlay: host ``/`` below, the node's
 persistent upper layer above), gives it private /proc, /dev, /run and /tmp, hides the lab's state
 directory, shows the supervisor-chosen command line as /proc/cmdline, and pivots into it to run the
 node's init.
@@ -9,7 +9,7 @@ node's init.
 
 BOOT_SCRIPT = r"""#!/bin/sh
 set -eu
-name=$1 node=$2 hide=$3
+name=$1 node=$2 hide=$3 boot=$4
 R=$node/root
 # the previous boot's overlay may take a moment to be released after a reboot
 i=0
@@ -19,6 +19,12 @@ until mount -t overlay "lab-$name" -o "lowerdir=/,upperdir=$node/upper,workdir=$
 done
 mount -t proc proc "$R/proc"
 mount --rbind /sys "$R/sys"; mount --make-rslave "$R/sys"
+# firmware as the node's boot mode shows it: UEFI (systemd-boot) or legacy BIOS (GRUB)
+mount -t tmpfs -o mode=0755,size=1m "firmware-$name" "$R/sys/firmware"
+if [ "$boot" = systemd-boot ]; then
+    mkdir -p "$R/sys/firmware/efi/efivars"
+    echo 64 > "$R/sys/firmware/efi/fw_platform_size"
+fi
 mount -t tmpfs -o mode=0755,size=16m,nosuid "dev-$name" "$R/dev"
 for d in null:1:3 zero:1:5 full:1:7 random:1:8 urandom:1:9 tty:5:0; do
     IFS=: read n ma mi <<EOF2
@@ -38,6 +44,9 @@ mount -t tmpfs -o mode=1777,nosuid,nodev "tmp-$name" "$R/tmp"
 [ ! -d "$R$hide" ] || mount -t tmpfs -o mode=0700,size=1m hide "$R$hide"
 mkdir -p "$R/run/gpuhost-lab" "$R/run/sshd" "$R/var/lib/gpuhost-lab/disk" "$R/var/lib/gpuhost-lab/ctbase"
 mount --bind "$node/ctl" "$R/run/gpuhost-lab"
+mkdir -p "$R/run/gpuhost-lab-boot"
+mount --bind "$node/boot" "$R/run/gpuhost-lab-boot"
+mount -o remount,bind,ro "$R/run/gpuhost-lab-boot"
 mount --bind "$node/disk" "$R/var/lib/gpuhost-lab/disk"
 mount --bind / "$R/var/lib/gpuhost-lab/ctbase"
 mount -o remount,bind,ro "$R/var/lib/gpuhost-lab/ctbase"
@@ -45,6 +54,8 @@ mount --bind "$node/boot/cmdline" "$R/proc/cmdline"
 mount -o remount,bind,ro "$R/proc/cmdline"
 mount --bind "$node/boot/boot_id" "$R/proc/sys/kernel/random/boot_id"
 mount -o remount,bind,ro "$R/proc/sys/kernel/random/boot_id"
+mount --bind "$node/boot/cpuinfo" "$R/proc/cpuinfo"
+mount -o remount,bind,ro "$R/proc/cpuinfo"
 mount --bind "$node/boot/version" "$R/proc/version"
 mount -o remount,bind,ro "$R/proc/version"
 hostname "$name"

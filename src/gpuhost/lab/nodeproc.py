@@ -12,6 +12,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpuhost.lab import kernel_log
+from gpuhost.lab.cpuinfo import rebadge
 from gpuhost.lab.layout import LabLayout
 from gpuhost.lab.node import bootloader
 from gpuhost.lab.node.state import kernel_for
@@ -48,16 +50,19 @@ class NodeProcess:
         self.cmdline = bootloader.booted_cmdline(node.upper, self.spec.boot, kernel_for(self.spec.pve))
         node.cmdline_file.parent.mkdir(parents=True, exist_ok=True)
         node.cmdline_file.write_text(self.cmdline + "\n")
+        (node.cmdline_file.parent / "cpuinfo").write_text(rebadge(Path("/proc/cpuinfo").read_text(), self.spec.cpu))
         (node.cmdline_file.parent / "boot_id").write_text(f"{uuid.uuid4()}\n")   # a new boot, a new boot_id
         kernel = kernel_for(self.spec.pve)
-        (node.cmdline_file.parent / "version").write_text(
-            f"Linux version {kernel} (build@proxmox) (gcc (Debian 12.2.0-14) 12.2.0, GNU ld (GNU Binutils for Debian) "
-            f"2.40) #1 SMP PREEMPT_DYNAMIC PMX {kernel.removesuffix('-pve')} (2024-11-06T15:04Z)\n")
+        version = (f"Linux version {kernel} (build@proxmox) (gcc (Debian 12.2.0-14) 12.2.0, GNU ld (GNU Binutils for "
+                   f"Debian) 2.40) #1 SMP PREEMPT_DYNAMIC PMX {kernel.removesuffix('-pve')} (2024-11-06T15:04Z)")
+        (node.cmdline_file.parent / "version").write_text(version + "\n")
+        (node.cmdline_file.parent / "dmesg").write_text(kernel_log.render(kernel, version, self.cmdline, self.spec.cpu))
         console = open(node.console_log, "ab")
         try:
             self.proc = subprocess.Popen(
                 ["unshare", "-m", "-u", "-p", "--fork", "--kill-child=SIGKILL", "--propagation", "private",
-                 "/bin/sh", str(self.lab.boot_script), self.spec.name, str(node.dir), str(self.lab.root)],
+                 "/bin/sh", str(self.lab.boot_script), self.spec.name, str(node.dir), str(self.lab.root),
+                 self.spec.boot],
                 stdin=subprocess.DEVNULL, stdout=console, stderr=console, close_fds=True,
                 preexec_fn=_die_with_parent)
         finally:

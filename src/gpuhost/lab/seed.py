@@ -214,6 +214,7 @@ def _node_code(up: Path) -> None:
             f"from gpuhost.lab.node.cli.{module} import main\n"
             f"sys.exit(main(sys.argv[1:]))\n"), mode=0o755)
     _write(up, "/usr/local/bin/uname", UNAME_SHIM, mode=0o755)
+    _write(up, "/usr/local/bin/dmesg", DMESG_SHIM, mode=0o755)
     _write(up, "/usr/bin/kvm", (
         "#!/usr/bin/python3 -I\n"
         "import sys\n"
@@ -248,6 +249,18 @@ for arg in "$@"; do
   done
 done
 printf '%s\n' "$out"
+"""
+
+
+#: dmesg of the node: this boot's kernel log (written by the supervisor), then what was logged since.
+DMESG_SHIM = r"""#!/bin/sh
+# dmesg of a gpuhost lab node: the kernel ring buffer of this boot
+for arg in "$@"; do
+  case "$arg" in
+    -C|--clear) : > /run/gpuhost-lab-kmsg; exit 0 ;;
+  esac
+done
+cat /run/gpuhost-lab-boot/dmesg /run/gpuhost-lab-kmsg 2>/dev/null
 """
 
 

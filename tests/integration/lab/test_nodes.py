@@ -107,3 +107,12 @@ def test_kernel_release_is_the_nodes_not_the_hosts(lab: LabHandle) -> None:
     assert lines[:2] == ["6.14.8-2-pve", "Linux 6.14.8-2-pve"]
     assert lines[2].startswith("Linux version 6.14.8-2-pve ")
     assert lines[3].endswith("(running kernel: 6.14.8-2-pve)")
+
+
+def test_cpu_vendor_and_kernel_log_follow_the_node_spec(lab: LabHandle) -> None:
+    amd = lab.run("pve1", "grep -m1 vendor_id /proc/cpuinfo; grep -c svm /proc/cpuinfo; dmesg | grep -E 'iommu:|AMD-Vi'")
+    assert amd.stdout.startswith("vendor_id\t: AuthenticAMD\n")
+    assert "iommu: Default domain type: Translated" in amd.stdout and "AMD-Vi: Interrupt remapping enabled" in amd.stdout
+    intel = lab.run("pve2", "grep -m1 'model name' /proc/cpuinfo; dmesg | grep -E 'DMAR|iommu:'")
+    assert "INTEL(R) XEON(R) PLATINUM 8592+" in intel.stdout and "DMAR: IOMMU enabled" in intel.stdout
+    assert "AMD-Vi" not in intel.stdout

@@ -52,7 +52,7 @@ def up(nodes: list[NodeSpec], state_dir: Path, seed_dirs: list[Path] | None = No
     ``tie_to_caller``: the supervisor dies with the calling process (for test fixtures)."""
     require_root()
     _require_tools()
-    layout = LabLayout(state_dir)
+    layout = LabLayout(state_dir.resolve())
     _claim_state_dir(layout)
     try:
         spec = LabSpec(nodes=nodes, seed_dirs=[str(d) for d in seed_dirs or []])
@@ -61,13 +61,13 @@ def up(nodes: list[NodeSpec], state_dir: Path, seed_dirs: list[Path] | None = No
     except BaseException:
         _stop_and_remove(layout)
         raise
-    return status(state_dir)
+    return status(layout.root)
 
 
 def down(state_dir: Path) -> bool:
     """Stop the supervisor (and with it every node), then remove the state. False if no lab."""
     require_root()
-    layout = LabLayout(state_dir)
+    layout = LabLayout(state_dir.resolve())
     if not layout.spec_file.exists():
         return False
     _stop_and_remove(layout)
@@ -75,6 +75,7 @@ def down(state_dir: Path) -> bool:
 
 
 def status(state_dir: Path) -> LabInfo:
+    state_dir = state_dir.resolve()
     layout = LabLayout(state_dir)
     if not layout.spec_file.exists():
         raise LabError(f"no lab in {state_dir} (start one with: gpuhost lab up)")

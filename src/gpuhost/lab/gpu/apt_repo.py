@@ -50,36 +50,31 @@ class Deb:
     section: str = "admin"
 
 
-def packages_for(pve_majors: set[int]) -> list[Deb]:
+def packages_for(pve: int) -> list[Deb]:
     debs = [Deb("dkms", "3.0.10-8+deb12u1", "Dynamic Kernel Module System (DKMS)", arch="all", section="kernel",
                 files={"/usr/sbin/dkms": DKMS_SHIM, "/etc/dkms/framework.conf": "# dkms framework\n"},
                 executables={"/usr/sbin/dkms"})]
     default_series = {8: ("6.8", "1.1.0"), 9: ("6.14", "2.0.0")}
-    for pve in sorted(pve_majors):
-        kernel = kernel_for(pve)
-        series, meta_version = default_series[pve]
-        upstream = kernel.removesuffix("-pve")
-        src = f"/usr/src/linux-headers-{kernel}"
-        debs += [
-            Deb(f"proxmox-headers-{kernel}", upstream, f"Proxmox Kernel Headers {kernel}", section="devel",
-                files={f"{src}/Makefile": f"# Linux {kernel} kernel headers (gpuhost lab)\nVERSION = {series}\n",
-                       f"{src}/.config": "CONFIG_MODULES=y\nCONFIG_VFIO=m\nCONFIG_VFIO_PCI=m\n",
-                       f"{src}/include/generated/utsrelease.h": f'#define UTS_RELEASE "{kernel}"\n'},
-                symlinks={f"/lib/modules/{kernel}/build": src}),
-            Deb(f"proxmox-headers-{series}", upstream, f"Latest Proxmox Kernel Headers {series}",
-                depends=[f"proxmox-headers-{kernel}"], section="devel"),
-            Deb("proxmox-default-headers", meta_version, "Default Proxmox Kernel Headers",
-                depends=[f"proxmox-headers-{series}"], arch="all", section="devel"),
-            Deb("pve-headers", meta_version, "Default Proxmox Kernel Headers (transitional package)",
-                depends=["proxmox-default-headers"], arch="all", section="devel"),
-        ]
-    debs.append(Deb("pve-manager", "8.3.0" if 8 in pve_majors else "9.0.3", "Proxmox Virtual Environment Management "
-                    "Tools", files={"/usr/share/doc/pve-manager/README.gpuhost-lab": "PVE manager (lab)\n"}))
-    # several PVE majors in one lab: one entry per name (the newest wins, as apt would pick it)
-    unique: dict[str, Deb] = {}
-    for deb in debs:
-        unique[deb.name] = deb
-    return list(unique.values())
+    kernel = kernel_for(pve)
+    series, meta_version = default_series[pve]
+    upstream = kernel.removesuffix("-pve")
+    src = f"/usr/src/linux-headers-{kernel}"
+    debs += [
+        Deb(f"proxmox-headers-{kernel}", upstream, f"Proxmox Kernel Headers {kernel}", section="devel",
+            files={f"{src}/Makefile": f"# Linux {kernel} kernel headers (gpuhost lab)\nVERSION = {series}\n",
+                   f"{src}/.config": "CONFIG_MODULES=y\nCONFIG_VFIO=m\nCONFIG_VFIO_PCI=m\n",
+                   f"{src}/include/generated/utsrelease.h": f'#define UTS_RELEASE "{kernel}"\n'},
+            symlinks={f"/lib/modules/{kernel}/build": src}),
+        Deb(f"proxmox-headers-{series}", upstream, f"Latest Proxmox Kernel Headers {series}",
+            depends=[f"proxmox-headers-{kernel}"], section="devel"),
+        Deb("proxmox-default-headers", meta_version, "Default Proxmox Kernel Headers",
+            depends=[f"proxmox-headers-{series}"], arch="all", section="devel"),
+        Deb("pve-headers", meta_version, "Default Proxmox Kernel Headers (transitional package)",
+            depends=["proxmox-default-headers"], arch="all", section="devel"),
+    ]
+    debs.append(Deb("pve-manager", {8: "8.3.0", 9: "9.0.3"}[pve], "Proxmox Virtual Environment Management Tools",
+                    files={"/usr/share/doc/pve-manager/README.gpuhost-lab": "PVE manager (lab)\n"}))
+    return debs
 
 
 def build_deb(deb: Deb, out_dir: Path) -> Path:
@@ -121,13 +116,13 @@ def _stanza(deb: Deb, path: Path) -> str:
                                          f"SHA256: {hashlib.sha256(data).hexdigest()}\nDescription:", 1) + "\n")
 
 
-def build_repository(out_dir: Path, pve_majors: set[int]) -> Path:
-    """Build the .debs and the flat index in ``out_dir``; returns it."""
+def build_repository(out_dir: Path, pve: int) -> Path:
+    """Build the .debs of a PVE major's repository and its flat index in ``out_dir``; returns it."""
     if shutil.which("dpkg-deb") is None:
         raise LabError("the lab's apt repository needs dpkg-deb (apt-get install dpkg)")
     out_dir.mkdir(parents=True, exist_ok=True)
     stanzas = []
-    for deb in packages_for(pve_majors):
+    for deb in packages_for(pve):
         stanzas.append(_stanza(deb, build_deb(deb, out_dir)))
     packages = "\n".join(stanzas)
     (out_dir / "Packages").write_text(packages)

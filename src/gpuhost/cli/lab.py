@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -69,12 +70,17 @@ def down(state_dir: Path = StateDir) -> None:
 
 
 @lab_app.command("status")
-def status(state_dir: Path = StateDir) -> None:
+def status(state_dir: Path = StateDir,
+           as_json: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
     """List the lab's nodes."""
     try:
         info = manager.status(state_dir)
     except GpuhostError as exc:
         _fail(exc)
+        return
+    if as_json:
+        typer.echo(json.dumps({"state_dir": str(info.state_dir), "inventory": str(info.inventory),
+                               "supervisor_pid": info.supervisor_pid, "nodes": info.nodes}, sort_keys=True))
         return
     if info.supervisor_pid is None:
         typer.echo(f"lab in {state_dir}: supervisor not running (nodes are down); run gpuhost lab down")

@@ -75,6 +75,7 @@ def seed_node(layout: NodeLayout, spec: NodeSpec, secrets: NodeSecrets, seed_dir
     _modules(up)
     _pve_tree(up, spec, state, secrets)
     _node_code(up)
+    _no_package_sources(up)
     _write(up, paths.NODE_STATE, state.to_json())
     for seed_dir in seed_dirs:
         apply_seed_dir(up, seed_dir, spec.name)
@@ -94,6 +95,15 @@ def apply_seed_dir(upper: Path, seed_dir: Path, node: str) -> None:
             if rel.startswith(short):
                 rel = f"etc/pve/nodes/{node}/{rel[len('etc/pve/'):]}"
         _write(upper, "/" + rel, src.read_bytes(), mode=stat.S_IMODE(src.stat().st_mode))
+
+
+def _no_package_sources(up: Path) -> None:
+    """Nodes share the host's network: give apt no sources, so nothing in a node reaches a mirror
+    (a later part adds a local repository on loopback)."""
+    _write(up, "/etc/apt/sources.list", "# gpuhost lab node: no package sources (see gpuhost.lab.seed)\n")
+    sources_d = up / "etc/apt/sources.list.d"
+    sources_d.mkdir(parents=True, exist_ok=True)
+    _make_opaque(sources_d)
 
 
 def _identity(up: Path, spec: NodeSpec) -> None:

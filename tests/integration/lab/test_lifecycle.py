@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -80,6 +81,8 @@ def test_ten_nodes_start_in_under_5s_and_down_leaves_nothing(tmp_path: Path) -> 
     assert _processes_mentioning(str(state))
     listed = _cli("lab", "status", "--state-dir", str(state))
     assert listed.returncode == 0 and listed.stdout.count(" running ") == 10
+    as_json = json.loads(_cli("lab", "status", "--json", "--state-dir", str(state)).stdout)
+    assert as_json["inventory"] == str(state / "inventory.yml") and len(as_json["nodes"]) == 10
 
     r = _cli("lab", "down", "--state-dir", str(state))
     assert r.returncode == 0 and "stopped and removed" in r.stdout, r.stderr

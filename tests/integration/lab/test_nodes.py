@@ -116,3 +116,8 @@ def test_cpu_vendor_and_kernel_log_follow_the_node_spec(lab: LabHandle) -> None:
     intel = lab.run("pve2", "grep -m1 'model name' /proc/cpuinfo; dmesg | grep -E 'DMAR|iommu:'")
     assert "INTEL(R) XEON(R) PLATINUM 8592+" in intel.stdout and "DMAR: IOMMU enabled" in intel.stdout
     assert "AMD-Vi" not in intel.stdout
+
+
+def test_nodes_have_no_package_sources(lab: LabHandle) -> None:
+    r = lab.run("pve1", "grep -rhs '^deb\\|^URIs' /etc/apt/sources.list /etc/apt/sources.list.d/ | wc -l")
+    assert r.stdout.strip() == "0"

@@ -51,3 +51,18 @@ def test_systemd_boot_uses_the_first_esp_entry_of_the_last_refresh(tmp_path: Pat
 
 def test_missing_esp_list_means_not_managed(tmp_path: Path) -> None:
     assert bootloader.esp_uuids(_root(tmp_path)) is None
+
+
+def test_reading_an_upper_layer_never_follows_links_out_of_it(tmp_path: Path) -> None:
+    root = _root(tmp_path / "upper")
+    (tmp_path / "secret").write_text("linux /boot/vmlinuz host-secret\n")
+    (root / "boot/grub").mkdir(parents=True)
+    (root / "boot/grub/grub.cfg").symlink_to(tmp_path / "secret")
+    assert bootloader.booted_cmdline(root, "grub", KERNEL) == ""
+
+
+def test_esp_uuids_must_look_like_vfat_serials(tmp_path: Path) -> None:
+    root = _root(tmp_path)
+    (root / "etc/kernel").mkdir(parents=True)
+    (root / "etc/kernel/proxmox-boot-uuids").write_text("../../../etc\nAB12-CD34\n")
+    assert bootloader.esp_uuids(root) == ["AB12-CD34"]

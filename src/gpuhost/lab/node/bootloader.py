@@ -27,6 +27,11 @@ def _p(root: str | Path, path: str) -> Path:
 
 def _read(root: str | Path, path: str) -> str | None:
     target = _p(root, path)
+    if str(root) != "/":
+        # reading a node's upper layer from the host: never follow a link out of it
+        base = os.path.realpath(root)
+        if not os.path.realpath(target).startswith(base + os.sep):
+            return None
     try:
         if target.is_char_device():   # an overlay whiteout: the file was deleted
             return None
@@ -78,7 +83,8 @@ def esp_uuids(root: str | Path) -> list[str] | None:
     text = _read(root, paths.ESP_LIST)
     if text is None:
         return None
-    return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    uuids = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    return [u for u in uuids if re.fullmatch(r"[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}", u)]
 
 
 def kernel_cmdline_file(root: str | Path) -> str | None:

@@ -122,3 +122,10 @@ def test_destroy_removes_config_and_refuses_running(lab: LabHandle) -> None:
     assert lab.run("pve2", f"pct stop {ctid} && pct destroy {ctid}").rc == 0
     r = lab.run("pve2", f"pct config {ctid}")
     assert (r.rc, r.stderr) == (2, f"Configuration file 'nodes/pve2/lxc/{ctid}.conf' does not exist\n")
+
+
+def test_container_does_not_see_host_secrets(lab: LabHandle) -> None:
+    ctid = _new_ct(lab)
+    r = lab.run("pve2", f"pct start {ctid} && pct exec {ctid} -- sh -c 'ls /etc/ssh/ssh_host_* 2>/dev/null | wc -l; "
+                        "ls -A /root | grep -vc \"^\\.\\(bashrc\\|profile\\)$\"'; pct stop {ctid}")
+    assert r.stdout.split() == ["0", "0"], r.stdout + r.stderr

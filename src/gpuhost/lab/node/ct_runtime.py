@@ -37,6 +37,10 @@ def create_rootfs(vmid: int, hostname: str) -> None:
             shutil.copyfile(f"/etc/skel/{skel}", up / "root" / skel)
     (up / "etc").mkdir()
     (up / "etc" / "hostname").write_text(hostname + "\n")
+    (up / "etc" / "ssh").mkdir()
+    for key in os.listdir(f"{paths.CT_BASE}/etc/ssh") if os.path.isdir(f"{paths.CT_BASE}/etc/ssh") else []:
+        if key.startswith("ssh_host_"):      # the container must not see the host's host keys
+            os.mknod(up / "etc" / "ssh" / key, stat.S_IFCHR, os.makedev(0, 0))
     (up / "etc" / "hosts").write_text(f"127.0.0.1 localhost\n127.0.1.1 {hostname}\n")
 
 

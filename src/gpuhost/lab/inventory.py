@@ -17,7 +17,8 @@ def _q(value: str) -> str:
 
 def render_inventory(layout: LabLayout, spec: LabSpec) -> str:
     """Paths are relative to the inventory file's directory (the lab state directory)."""
-    out = [HEADER, "vars: {}\n", "nodes:\n"]
+    from gpuhost.lab.gpu.inventory import node_yaml, vars_yaml
+    out = [HEADER, vars_yaml(layout.root), "nodes:\n"]
     for node in spec.nodes:
         out += [
             f"  {node.name}:\n",
@@ -33,7 +34,9 @@ def render_inventory(layout: LabLayout, spec: LabSpec) -> str:
             f"      token_id: {_q(spec.token_id)}\n",
             f"      token_secret_file: {layout.token_file(node.name).name}\n",
             f"      ca_file: {layout.ca_cert.name}\n",
-            f"    vars: {{lab: true, lab_boot: {node.boot}, lab_cpu: {node.cpu}, lab_pve: {node.pve}}}\n",
+            f"    vars: {{lab: true, lab_boot: {node.boot}, lab_cpu: {node.cpu}, lab_pve: {node.pve}, "
+            f"lab_gpus: {node.gpus}}}\n",
+            node_yaml(node),
         ]
     names = ", ".join(n.name for n in spec.nodes)
     out += ["groups:\n", f"  lab: {{nodes: [{names}], vars: {{}}}}\n"]

@@ -115,6 +115,8 @@ def _write_lab(layout: LabLayout, spec: LabSpec, seed_dirs: list[Path], hooks: l
     if len(set(names)) != len(names) or len(set(addresses)) != len(addresses):
         raise UsageError("lab node names and addresses must be unique")
     layout.boot_script.write_text(BOOT_SCRIPT)
+    from gpuhost.lab.gpu.seed import GpuAssets
+    hooks = [GpuAssets(layout, spec).hook, *hooks]    # hardware, NVIDIA installers, apt repository
     ssh_keygen(layout.client_key, "gpuhost-lab-client")
     ca = new_ca()
     layout.ca_cert.write_bytes(ca.cert_pem)

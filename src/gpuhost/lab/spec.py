@@ -27,6 +27,9 @@ class NodeSpec:
     boot: BootLoader = "systemd-boot"
     cpu: CpuVendor = "amd"
     pve: int = 8
+    gpus: int = 0                 # simulated NVIDIA GPUs (gpuhost.lab.gpu)
+    gpu_model: str = ""           # "" = gpuhost.lab.gpu.catalog.DEFAULT_MODEL
+    numa: int = 1                 # NUMA nodes (sockets) the GPUs are spread over
 
 
 @dataclass

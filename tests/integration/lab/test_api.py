@@ -149,3 +149,15 @@ def test_proxmoxer_ssh_backends(lab: LabHandle, tmp_path: Path) -> None:
     with pytest.raises(ResourceException) as info:
         openssh_api.nodes("pve1").qemu(99999).config.get()
     assert "does not exist" in str(info.value)
+
+
+def test_a_ticket_renews_itself(lab: LabHandle) -> None:
+    url = f"https://{lab.node('pve1').address}:8006/api2/json/access/ticket"
+    first = requests.post(url, data={"username": "root@pam", "password": lab.root_password()},
+                          verify=str(lab.ca_file), timeout=5).json()["data"]
+    renewed = requests.post(url, data={"username": "root@pam", "password": first["ticket"]},
+                            verify=str(lab.ca_file), timeout=5)
+    assert renewed.status_code == 200 and renewed.json()["data"]["username"] == "root@pam"
+    forged = requests.post(url, data={"username": "root@pam", "password": first["ticket"][:-4] + "AAAA"},
+                           verify=str(lab.ca_file), timeout=5)
+    assert forged.status_code == 401

@@ -29,6 +29,13 @@ def check_password(username: str, password: str) -> str:
     user, _, realm = username.partition("@")
     if (realm or "pam") != "pam" or user != "root":
         raise PveError("authentication failure", http_status=401)
+    if password.startswith("PVE:"):          # renewing: a valid ticket of the same user stands for the password
+        try:
+            if verify_ticket(password)[0] == "root@pam":
+                return "root@pam"
+        except PveError:
+            pass
+        raise PveError("authentication failure", http_status=401)
     stored = ""
     for line in open("/etc/shadow"):
         fields = line.rstrip("\n").split(":")

@@ -98,6 +98,8 @@ def start(vmid: int, options: dict[str, str], lxc: list[tuple[str, str]], hide: 
     lines = ["set -eu",
              f"mount -t overlay ct{vmid} -o lowerdir={paths.CT_BASE},upperdir={base}/upper,workdir={base}/work {R}",
              f"mount -t proc proc {R}/proc",
+             # the host kernel's driver state, as procfs shows it to a real container (NVIDIA's version, GPUs)
+             f"mount --bind /proc/driver {R}/proc/driver && mount -o remount,bind,ro {R}/proc/driver || true",
              f"mount -t sysfs -o ro sysfs {R}/sys 2>/dev/null || true",
              f"mount -t tmpfs -o mode=0755,size=8m ctdev {R}/dev",
              f"mkdir -p {R}/dev/pts {R}/dev/shm {R}/dev/net"]
@@ -135,6 +137,31 @@ def start(vmid: int, options: dict[str, str], lxc: list[tuple[str, str]], hide: 
         if proc.poll() is not None or time.monotonic() > deadline:
             raise PveError(f"startup for container '{vmid}' failed")
         time.sleep(0.01)
+    _apply_prlimits(init_pid(vmid), lxc)
+
+
+#: LXC starts containers with the limits of its own process: an 8 MiB memlock on current kernels
+DEFAULT_MEMLOCK = 8 * 1024 * 1024
+
+
+def _apply_prlimits(pid: int | None, lxc: list[tuple[str, str]]) -> None:
+    """``lxc.prlimit.memlock`` (bytes, or ``unlimited``; ``soft:hard`` allowed), set on the container's
+    init at start; ``pct exec`` processes inherit it (see :func:`exec_in`)."""
+    import resource
+    if pid is None:
+        return
+    value: str | None = None
+    for key, v in lxc:
+        if key == "lxc.prlimit.memlock":
+            value = v.strip()
+    def parse(v: str) -> int:
+        return resource.RLIM_INFINITY if v == "unlimited" else int(v)
+    if value is None:
+        limits = (DEFAULT_MEMLOCK, DEFAULT_MEMLOCK)
+    else:
+        soft, _, hard = value.partition(":")
+        limits = (parse(soft), parse(hard or soft))
+    resource.prlimit(pid, resource.RLIMIT_MEMLOCK, limits)
 
 
 def _mount_entry(R: str, value: str) -> list[str]:
@@ -180,7 +207,18 @@ def exec_in(vmid: int, argv: list[str]) -> int:
         raise PveError(f"CT {vmid} not running")
     env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root",
            "TERM": os.environ.get("TERM", "dumb"), "LANG": "C.UTF-8"}
-    return subprocess.call(["nsenter", "-t", str(pid), "-m", "-u", "-i", "-p", "-r", "-w", "--"] + argv, env=env)
+    import resource
+    try:
+        memlock = resource.prlimit(pid, resource.RLIMIT_MEMLOCK)
+    except OSError:
+        memlock = None
+
+    def container_limits() -> None:
+        if memlock is not None:
+            resource.setrlimit(resource.RLIMIT_MEMLOCK, memlock)
+
+    return subprocess.call(["nsenter", "-t", str(pid), "-m", "-u", "-i", "-p", "-r", "-w", "--"] + argv, env=env,
+                           preexec_fn=container_limits)
 
 
 def ct_path(vmid: int, path: str) -> str:

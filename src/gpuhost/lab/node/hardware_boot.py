@@ -1,12 +1,11 @@
-"""What a lab node's firmware and kernel set up at boot, before any service starts.
+"""What a lab node's kernel sets up at boot for its simulated GPUs, before any service starts.
 
-Run by the node's init (PID 1) inside the node's private mount namespace: the CPU vendor in
-/proc/cpuinfo, /sys/firmware/efi on UEFI (systemd-boot) nodes, /sys/kernel/iommu_groups populated
+Run by the node's init (PID 1) inside the node's private mount namespace (the boot script already
+did /proc/cpuinfo, /sys/firmware and the boot's kernel log): /sys/kernel/iommu_groups, populated
 only when the booted command line leaves the IOMMU on, the simulated GPUs in /sys/bus/pci/devices,
-a kernel log (``dmesg``) that matches the command line, an empty /proc/driver and a private
-/proc/devices; then what the node's configuration loads at boot: vfio-pci claims
-(``options vfio-pci ids=``), /etc/modules and /etc/modules-load.d, and enabled systemd units that
-create NVIDIA device nodes (nvidia-modprobe, nvidia-smi, nvidia-persistenced).
+an empty /proc/driver and a private /proc/devices; then what the node's configuration loads at
+boot: vfio-pci claims (``options vfio-pci ids=``) and /etc/modules, /etc/modules-load.d. Enabled
+units (nvidia-devnodes, nvidia-persistenced) are started afterwards by :mod:`services`.
 """
 
 from __future__ import annotations
@@ -16,8 +15,6 @@ import glob
 import json
 import os
 import re
-import shlex
-import subprocess
 import time
 
 from gpuhost.lab.node import iommu
@@ -28,7 +25,6 @@ from gpuhost.lab.node.state import load as load_state
 MS_RDONLY, MS_REMOUNT, MS_BIND, MS_REC = 1, 32, 4096, 16384
 _libc = ctypes.CDLL("libc.so.6", use_errno=True)
 BOOT_LOG = "/var/log/gpuhost-lab/boot.log"
-DEVICE_TOOLS = ("nvidia-modprobe", "nvidia-smi", "nvidia-persistenced")
 IOMMU_GROUP_BASE = 20
 
 
@@ -46,11 +42,12 @@ def _bind_file(content: str, source: str, target: str) -> None:
     _mount(source, target, flags=MS_BIND)
 
 
-def _overlay_dir(target: str, keep: bool = True) -> None:
-    """A writable tmpfs over a sysfs directory, with what was there bound back in."""
+def _overlay_dir(target: str, replace: tuple[str, ...] = ()) -> None:
+    """A writable tmpfs over a sysfs directory, with what was there bound back in (except the
+    entries in ``replace``, which the simulation provides)."""
     stash = f"{kpaths.KERNEL_RUN}/stash{target.replace('/', '_')}"
     os.makedirs(stash, exist_ok=True)
-    entries = sorted(os.listdir(target)) if keep else []
+    entries = [e for e in sorted(os.listdir(target)) if e not in replace]
     _mount(target, stash, flags=MS_BIND | MS_REC)
     _mount("lab-sysfs", target, "tmpfs", 0, "mode=0755,size=4m")
     for name in entries:
@@ -72,19 +69,6 @@ def _write(path: str, content: str) -> None:
 
 
 # ---- the pieces ----------------------------------------------------------------------------
-
-def cpuinfo(real: str, cpu: dict[str, object]) -> str:
-    repl = {"vendor_id": cpu.get("vendor_id"), "model name": cpu.get("model_name"), "cpu family": cpu.get("family"),
-            "model": cpu.get("model"), "stepping": cpu.get("stepping")}
-    out = []
-    for line in real.splitlines():
-        key = line.split(":", 1)[0].strip() if ":" in line else ""
-        if key in repl and repl[key] is not None:
-            out.append(f"{line.split(':', 1)[0]}: {repl[key]}")
-        else:
-            out.append(line)
-    return "\n".join(out) + "\n"
-
 
 def group_plan(gpus: list[dict[str, object]]) -> list[str]:
     """PCI functions in IOMMU-group order: each root port, switch port and GPU its own group (ACS)."""
@@ -130,30 +114,6 @@ def _pci_devices(gpus: list[dict[str, object]]) -> None:
             _write(f"{d}/{name}", value + "\n")
 
 
-def _firmware(efi: bool) -> None:
-    _overlay_dir("/sys/firmware")
-    if efi:
-        for sub in ("efivars", "runtime-map", "mok-variables"):
-            os.makedirs(f"/sys/firmware/efi/{sub}")
-        _write("/sys/firmware/efi/fw_platform_size", "64\n")
-        _write("/sys/firmware/efi/systab", "ACPI20=0x6f3f1000\nACPI=0x6f3f1014\nSMBIOS3=0x6f7e0000\n")
-
-
-def _dmesg(kernel_release: str, cmdline: str, cpu: str, msgs: list[tuple[float, str]]) -> None:
-    upstream = kernel_release.removesuffix("-pve")
-    base = [(0.0, f"Linux version {kernel_release} (build@proxmox) (gcc (Debian 12.2.0-14) 12.2.0, GNU ld (GNU "
-                  f"Binutils for Debian) 2.40) #1 SMP PREEMPT_DYNAMIC PMX {upstream} (2024-11-06T15:04Z) ()"),
-            (0.0, f"Command line: {cmdline}"),
-            (0.0, "KERNEL supported cpus:"), (0.0, "  Intel GenuineIntel"), (0.0, "  AMD AuthenticAMD"),
-            (0.0, "BIOS-provided physical RAM map:"),
-            (0.261307, f"Kernel command line: {cmdline}"),
-            (0.412000, "Memory: 527895540K/536326060K available"),
-            (2.104000, "systemd[1]: Detected architecture x86-64."),
-            (2.310000, f"systemd[1]: Hostname set to <{os.uname().nodename}>.")]
-    lines = sorted(base + msgs, key=lambda m: m[0])
-    _write(kpaths.DMESG, "".join(f"[{t:12.6f}] {m}\n" for t, m in lines))
-
-
 def _module_lists() -> list[str]:
     names: list[str] = []
     for path in ["/etc/modules"] + sorted(glob.glob("/etc/modules-load.d/*.conf")):
@@ -190,28 +150,6 @@ def _bind_vfio(gpus: list[dict[str, object]], wanted_modules: list[str]) -> None
             kernel.set_binding(str(g["bdf"]), "vfio-pci")
 
 
-def _enabled_device_units() -> list[tuple[str, list[list[str]]]]:
-    """Enabled units under /etc/systemd/system whose ExecStart creates NVIDIA device nodes."""
-    units: dict[str, list[list[str]]] = {}
-    after: dict[str, str] = {}
-    for link in sorted(glob.glob("/etc/systemd/system/*.wants/*.service")):
-        name = os.path.basename(link)
-        try:
-            text = open(os.path.realpath(link)).read()
-        except OSError:
-            continue
-        cmds = []
-        for m in re.finditer(r"^\s*ExecStart\s*=\s*(.+)$", text, re.MULTILINE):
-            argv = shlex.split(m.group(1).lstrip("-@+!:"))
-            if argv and os.path.basename(argv[0]) in DEVICE_TOOLS:
-                cmds.append(argv)
-        if cmds:
-            units[name] = cmds
-            after[name] = " ".join(re.findall(r"^\s*After\s*=\s*(.+)$", text, re.MULTILINE))
-    order = sorted(units, key=lambda u: (sum(other in after[u] for other in units if other != u), u))
-    return [(u, units[u]) for u in order]
-
-
 def _log(line: str) -> None:
     os.makedirs(os.path.dirname(BOOT_LOG), exist_ok=True)
     with open(BOOT_LOG, "a") as fh:
@@ -225,18 +163,15 @@ def boot() -> None:
     os.makedirs(kpaths.KERNEL_RUN, exist_ok=True)
     _write(kpaths.BOOT_TIME, f"{time.time()}\n")
     cmdline = open("/proc/cmdline").read().strip()
-    cpu_desc = hw.get("cpu") or {}
-    if cpu_desc:
-        _bind_file(cpuinfo(open("/proc/cpuinfo").read(), cpu_desc), f"{kpaths.KERNEL_RUN}/cpuinfo", "/proc/cpuinfo")
     _bind_file(open("/proc/devices").read(), kpaths.PROC_DEVICES_SOURCE, "/proc/devices")
     _mount("lab-driver", kpaths.PROC_DRIVER, "tmpfs", 0, "mode=0755,size=4m")
-    _firmware(st.boot == "systemd-boot")
-    _overlay_dir("/sys/kernel")
+    _overlay_dir("/sys/kernel", replace=("iommu_groups",))
     _overlay_dir("/sys/bus/pci/devices")
     _pci_devices(gpus)
     io = iommu.state(cmdline.split(), st.cpu)
     group_lines = _iommu_groups(io.enabled, io.passthrough, gpus)
-    _dmesg(st.kernel, cmdline, st.cpu, iommu.boot_messages(io, st.cpu, group_lines))
+    for line in group_lines:
+        kernel.log(line)
     wanted = _module_lists()
     _bind_vfio(gpus, wanted)
     for name in wanted:
@@ -245,11 +180,6 @@ def boot() -> None:
         except (kernel.ModuleError, OSError) as exc:
             kernel.log(f"systemd-modules-load[412]: Failed to find module '{name}'" if "not found" in str(exc)
                        else f"systemd-modules-load[412]: Failed to insert module '{name}': {exc}")
-    for unit, cmds in _enabled_device_units():
-        for argv in cmds:
-            result = subprocess.run(argv, capture_output=True, text=True, timeout=30)
-            _log(f"{unit}: {' '.join(argv)} -> exit {result.returncode} {result.stdout.strip()[-200:]} "
-                 f"{result.stderr.strip()[-200:]}")
 
 
 def safe_boot() -> None:

@@ -27,6 +27,8 @@ def main() -> int:
 
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_term)
+    from gpuhost.lab.node.hardware_boot import safe_boot
+    safe_boot()      # firmware and kernel: cpuinfo, EFI, IOMMU, dmesg, modules, device-node units
     services = [
         ["/usr/sbin/sshd", "-D", "-E", f"{LOG_DIR}/sshd.log"],
         ["/usr/bin/python3", "-I", "-c",

@@ -1,4 +1,4 @@
-"""modprobe, modinfo, lsmod and dmesg of a lab node: the simulated kernel's modules and log."""
+"""modprobe, modinfo and lsmod of a lab node: the simulated kernel's modules."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import os
 import sys
 
 from gpuhost.lab.node.nvidia import kernel
-from gpuhost.lab.node.nvidia import paths as kpaths
 
 
 def modprobe_main(argv: list[str]) -> int:
@@ -70,25 +69,6 @@ def lsmod_main(argv: list[str]) -> int:
     return 0
 
 
-def dmesg_main(argv: list[str]) -> int:
-    try:
-        text = open(kpaths.DMESG).read()
-    except OSError:
-        print("dmesg: read kernel buffer failed: Operation not permitted", file=sys.stderr)
-        return 1
-    if os.geteuid() != 0:
-        print("dmesg: read kernel buffer failed: Operation not permitted", file=sys.stderr)
-        return 1
-    if any(a in ("-C", "--clear", "-c", "--read-clear") for a in argv):
-        if any(a in ("-c", "--read-clear") for a in argv):
-            sys.stdout.write(text)
-        open(kpaths.DMESG, "w").close()
-        return 0
-    sys.stdout.write(text)
-    return 0
-
-
 def main(argv: list[str]) -> int:
     tool = os.path.basename(sys.argv[0])
-    return {"modprobe": modprobe_main, "modinfo": modinfo_main, "lsmod": lsmod_main,
-            "dmesg": dmesg_main}.get(tool, modprobe_main)(argv)
+    return {"modprobe": modprobe_main, "modinfo": modinfo_main, "lsmod": lsmod_main}.get(tool, modprobe_main)(argv)

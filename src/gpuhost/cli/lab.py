@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import typer
@@ -11,6 +12,8 @@ import typer
 from gpuhost.cli.app import app
 from gpuhost.errors import GpuhostError, UsageError
 from gpuhost.lab import manager
+from gpuhost.lab.gpu.catalog import DEFAULT_MODEL, model
+from gpuhost.lab.gpu.topology import plan as topology_plan
 from gpuhost.lab.layout import DEFAULT_STATE_DIR
 from gpuhost.lab.spec import DEFAULT_BASE_ADDRESS, plan_nodes
 
@@ -36,11 +39,17 @@ def up(
     pve: int = typer.Option(8, "--pve", help="Proxmox VE major version: 8 or 9."),
     address: str = typer.Option(DEFAULT_BASE_ADDRESS, "--address", help="Address of the first node (127.0.0.0/8)."),
     seed: list[Path] = typer.Option([], "--seed", help="Directory copied into every node's root (repeatable)."),
+    gpus: int = typer.Option(0, "--gpus", help="Simulated NVIDIA GPUs per node (with drivers to install)."),
+    gpu_model: str = typer.Option(DEFAULT_MODEL, "--gpu-model", help="GPU model of every node."),
+    numa: int = typer.Option(1, "--numa", help="NUMA nodes (sockets) the GPUs are spread over: 1 or 2."),
     state_dir: Path = StateDir,
 ) -> None:
     """Start N nodes and write an inventory for them."""
     try:
         plan = plan_nodes(nodes, base_address=address, boot=boot, cpu=cpu, pve=pve)
+        gpu_model = model(gpu_model).name
+        plan = [replace(n, gpus=gpus, gpu_model=gpu_model, numa=numa) for n in plan]
+        topology_plan("check", cpu, gpus, model(gpu_model), numa)   # usage errors before anything starts
         for d in seed:
             if not d.is_dir():
                 raise UsageError(f"--seed {d}: not a directory")

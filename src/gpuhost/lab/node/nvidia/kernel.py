@@ -234,8 +234,7 @@ def _load_nvidia(info: dict[str, str]) -> None:
     register_chrdev("nvidiactl", major=paths.NVIDIA_MAJOR)
     register_chrdev("nvidia-caps")
     kind = "Open " if flavour == "open" else ""
-    log(f"nvidia: loading out-of-tree module taints kernel.\nnvidia-nvlink: Nvlink Core is being initialized, "
-        f"major device number {char_majors().get('nvidia-nvlink', 0)}\n"
+    log(f"nvidia: loading out-of-tree module taints kernel.\n"
         f"NVRM: loading NVIDIA UNIX {kind}Kernel Module for x86_64  {version}  Release Build  ({BUILD_HOST})  "
         f"{BUILD_DATES.get(version, '')}")
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import gpuhost.lab.node.nvidia as nvidia_pkg
 from gpuhost.errors import LabError
 from gpuhost.lab.gpu.libcuda_c import SOURCE as LIBCUDA_SOURCE
+from gpuhost.lab.gpu.prlimit_c import SOURCE as PRLIMIT_SOURCE
 
 NODE_DIR = "/srv/gpuhost-lab/nvidia"
 
@@ -53,19 +54,26 @@ class Installer:
         return f"file://{NODE_DIR}/{self.file_name}"
 
 
-def compile_libcuda(version: str, out: Path) -> None:
+def compile_shared(source: str, out: Path, what: str, flags: list[str]) -> None:
     gcc = shutil.which("gcc") or shutil.which("cc")
     if gcc is None:
-        raise LabError("the lab's GPU simulation compiles a small libcuda with gcc: apt-get install gcc")
+        raise LabError(f"the lab's GPU simulation compiles {what} with gcc: apt-get install gcc")
     with tempfile.TemporaryDirectory() as tmp:
-        src = Path(tmp) / "libcuda.c"
-        src.write_text(LIBCUDA_SOURCE)
-        result = subprocess.run([gcc, "-shared", "-fPIC", "-O2", "-Wall", f'-DLAB_DRIVER_VERSION="{version}"',
-                                 "-Wl,-soname,libcuda.so.1", "-o", str(out), str(src)],
+        src = Path(tmp) / "lib.c"
+        src.write_text(source)
+        result = subprocess.run([gcc, "-shared", "-fPIC", "-O2", "-Wall", *flags, "-o", str(out), str(src), "-ldl"],
                                 capture_output=True, text=True)
     if result.returncode != 0:
-        raise LabError(f"compiling the lab's libcuda {version} failed (exit {result.returncode}): "
-                       f"{result.stderr.strip()[-500:]}")
+        raise LabError(f"compiling the lab's {what} failed (exit {result.returncode}): {result.stderr.strip()[-500:]}")
+
+
+def compile_libcuda(version: str, out: Path) -> None:
+    compile_shared(LIBCUDA_SOURCE, out, f"libcuda {version}",
+                   [f'-DLAB_DRIVER_VERSION="{version}"', "-Wl,-soname,libcuda.so.1"])
+
+
+def compile_memlock_preload(out: Path) -> None:
+    compile_shared(PRLIMIT_SOURCE, out, "memlock preload", [])
 
 
 def _payload(version: str, libcuda: Path) -> bytes:

@@ -29,6 +29,8 @@ KERNEL_SHIMS: dict[str, tuple[str, str, str]] = {
     "modinfo": ("/usr/sbin/modinfo", "kmod", "modinfo_main"),
     "lsmod": ("/usr/sbin/lsmod", "kmod", "lsmod_main"),
 }
+#: the preload that shows a container its configured memlock limit (see gpuhost.lab.gpu.prlimit_c)
+MEMLOCK_PRELOAD = f"{node_paths.LAB_LIB}/prlimit-memlock.so"
 #: modules a PVE kernel ships (name -> path under /lib/modules/<kernel>/kernel)
 STOCK_MODULES = {
     "vfio": "drivers/vfio/vfio.ko", "vfio_pci": "drivers/vfio/pci/vfio-pci.ko",
@@ -78,6 +80,7 @@ class GpuAssets:
     spec: LabSpec
     installers: dict[str, installers.Installer] = field(default_factory=dict)
     repos: dict[int, Path] = field(default_factory=dict)
+    memlock_preload: Path | None = None
 
     @property
     def dir(self) -> Path:
@@ -91,6 +94,8 @@ class GpuAssets:
             return
         for pve in sorted({n.pve for n in self.spec.nodes}):
             self.repos[pve] = apt_repo.build_repository(self.dir / f"apt-pve{pve}", pve)
+        self.memlock_preload = self.dir / "prlimit-memlock.so"
+        installers.compile_memlock_preload(self.memlock_preload)
         if any(n.gpus for n in self.spec.nodes):
             self.installers = installers.build_installers(DRIVER_VERSIONS, self.dir / "nvidia")
             self.drivers_file().write_text(json.dumps(
@@ -105,6 +110,10 @@ class GpuAssets:
         state.extra["gpu"] = topology.plan(node.name, node.cpu, node.gpus, gpu_model, node.numa)
         (upper / node_paths.NODE_STATE.lstrip("/")).write_text(state.to_json())
         apt_repo.install_into_node(self.repos[node.pve], upper)
+        if self.memlock_preload is not None:
+            target = host_path(upper, MEMLOCK_PRELOAD)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(self.memlock_preload, target)
         for command, (path, module, func) in KERNEL_SHIMS.items():
             _write(upper, path, shim_text(command, module, func), mode=0o755)
         for name, rel in STOCK_MODULES.items():

@@ -109,7 +109,8 @@ def start(vmid: int, options: dict[str, str], lxc: list[tuple[str, str]], hide: 
     lines += [f"mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts {R}/dev/pts",
               f"ln -s pts/ptmx {R}/dev/ptmx", f"ln -s /proc/self/fd {R}/dev/fd",
               f"mount -t tmpfs -o mode=1777 shm {R}/dev/shm",
-              f"mount -t tmpfs -o mode=0755 run {R}/run", f"mount -t tmpfs -o mode=1777 tmp {R}/tmp"]
+              f"mount -t tmpfs -o mode=0755 run {R}/run", f"mount -t tmpfs -o mode=1777 tmp {R}/tmp",
+              f"[ ! -f {MEMLOCK_PRELOAD} ] || cp {MEMLOCK_PRELOAD} {R}{CT_PRELOAD}"]
     for path in hide:
         lines.append(f"[ ! -d {R}{path} ] || mount -t tmpfs -o mode=0700,size=1m hide {R}{path}")
     for props, st in devices:
@@ -137,31 +138,45 @@ def start(vmid: int, options: dict[str, str], lxc: list[tuple[str, str]], hide: 
         if proc.poll() is not None or time.monotonic() > deadline:
             raise PveError(f"startup for container '{vmid}' failed")
         time.sleep(0.01)
-    _apply_prlimits(init_pid(vmid), lxc)
+    _apply_prlimits(vmid, init_pid(vmid), lxc)
 
 
 #: LXC starts containers with the limits of its own process: an 8 MiB memlock on current kernels
 DEFAULT_MEMLOCK = 8 * 1024 * 1024
+MEMLOCK_PRELOAD = f"{paths.LAB_LIB}/prlimit-memlock.so"
+CT_PRELOAD = "/run/gpuhost-lab-prlimit-memlock.so"
 
 
-def _apply_prlimits(pid: int | None, lxc: list[tuple[str, str]]) -> None:
-    """``lxc.prlimit.memlock`` (bytes, or ``unlimited``; ``soft:hard`` allowed), set on the container's
-    init at start; ``pct exec`` processes inherit it (see :func:`exec_in`)."""
+def _memlock_file(vmid: int) -> str:
+    return f"{PID_DIR}/{vmid}.memlock"
+
+
+def _apply_prlimits(vmid: int, pid: int | None, lxc: list[tuple[str, str]]) -> None:
+    """``lxc.prlimit.memlock`` (bytes or ``unlimited``, ``soft:hard`` allowed), set on the container's
+    init at start; ``pct exec`` processes get it too (see :func:`exec_in`). Where the machine does
+    not let root raise the hard limit (no CAP_SYS_RESOURCE), the container gets the lab's preload,
+    which reports the configured limit."""
     import resource
+    try:
+        os.unlink(_memlock_file(vmid))
+    except OSError:
+        pass
     if pid is None:
         return
     value: str | None = None
     for key, v in lxc:
         if key == "lxc.prlimit.memlock":
             value = v.strip()
-    def parse(v: str) -> int:
-        return resource.RLIM_INFINITY if v == "unlimited" else int(v)
     if value is None:
-        limits = (DEFAULT_MEMLOCK, DEFAULT_MEMLOCK)
-    else:
-        soft, _, hard = value.partition(":")
-        limits = (parse(soft), parse(hard or soft))
-    resource.prlimit(pid, resource.RLIMIT_MEMLOCK, limits)
+        resource.prlimit(pid, resource.RLIMIT_MEMLOCK, (DEFAULT_MEMLOCK, DEFAULT_MEMLOCK))
+        return
+    soft, _, hard = value.partition(":")
+    parse = (lambda v: resource.RLIM_INFINITY if v == "unlimited" else int(v))   # noqa: E731
+    try:
+        resource.prlimit(pid, resource.RLIMIT_MEMLOCK, (parse(soft), parse(hard or soft)))
+    except PermissionError:
+        with open(_memlock_file(vmid), "w") as fh:
+            fh.write(soft if soft == "unlimited" else str(parse(soft)))
 
 
 def _mount_entry(R: str, value: str) -> list[str]:
@@ -216,6 +231,13 @@ def exec_in(vmid: int, argv: list[str]) -> int:
     def container_limits() -> None:
         if memlock is not None:
             resource.setrlimit(resource.RLIMIT_MEMLOCK, memlock)
+
+    try:
+        configured = open(_memlock_file(vmid)).read().strip()
+    except OSError:
+        configured = ""
+    if configured:      # set inside the container (the path exists there only)
+        argv = ["/usr/bin/env", f"LD_PRELOAD={CT_PRELOAD}", f"GPUHOST_LAB_MEMLOCK={configured}", *argv]
 
     return subprocess.call(["nsenter", "-t", str(pid), "-m", "-u", "-i", "-p", "-r", "-w", "--"] + argv, env=env,
                            preexec_fn=container_limits)

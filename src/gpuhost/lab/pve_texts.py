@@ -60,6 +60,19 @@ PVE_BLACKLIST = """\
 blacklist nvidiafb
 """
 
+OS_RELEASE_TRIXIE = """\
+PRETTY_NAME="Debian GNU/Linux 13 (trixie)"
+NAME="Debian GNU/Linux"
+VERSION_ID="13"
+VERSION="13 (trixie)"
+VERSION_CODENAME=trixie
+DEBIAN_VERSION_FULL=13.1
+ID=debian
+HOME_URL="https://www.debian.org/"
+SUPPORT_URL="https://www.debian.org/support"
+BUG_REPORT_URL="https://bugs.debian.org/"
+"""
+
 ZFS_KERNEL_CMDLINE = "root=ZFS=rpool/ROOT/pve-1 boot=zfs\n"
 
 STORAGE_CFG_LVM = """\

@@ -110,6 +110,9 @@ def _identity(up: Path, spec: NodeSpec) -> None:
     _write(up, "/etc/hostname", f"{spec.name}\n")
     _write(up, "/etc/hosts", f"127.0.0.1 localhost.localdomain localhost\n"
                              f"{spec.address} {spec.name}.lab {spec.name}\n")
+    if spec.pve == 9:   # PVE 9 is built on Debian 13; the userland below stays the host's Debian 12
+        _write(up, "/usr/lib/os-release", pve_texts.OS_RELEASE_TRIXIE)
+        _write(up, "/etc/debian_version", "13.1\n")
     _write(up, "/etc/machine-id", uuidlib.uuid5(uuidlib.NAMESPACE_DNS, spec.name + spec.address).hex + "\n")
 
 

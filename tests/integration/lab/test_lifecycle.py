@@ -140,3 +140,29 @@ def test_lab_requires_root(tmp_path: Path) -> None:
                        capture_output=True, text=True, timeout=60, env={**os.environ, "HOME": "/tmp"})
     assert r.returncode == 2, r.stdout + r.stderr
     assert "gpuhost lab needs root" in r.stderr
+
+
+def test_cli_seed_directory_lands_in_every_node(tmp_path: Path) -> None:
+    require_lab_prerequisites()
+    seed = tmp_path / "seed"
+    (seed / "etc/pve/lxc").mkdir(parents=True)
+    (seed / "etc/pve/lxc/150.conf").write_text("arch: amd64\nhostname: seeded\nmemory: 512\nostype: debian\n"
+                                               "rootfs: local-lvm:vm-150-disk-0,size=4G\n"
+                                               "lxc.prlimit.memlock: unlimited\n")
+    (seed / "etc/modprobe.d").mkdir(parents=True)
+    (seed / "etc/modprobe.d/local.conf").write_text("options foo bar=1\n")
+    state = tmp_path / "seeded"
+    r = _cli("lab", "up", "--nodes", "2", "--address", lab_address(14, 1), "--seed", str(seed),
+             "--state-dir", str(state))
+    assert r.returncode == 0, r.stderr
+    try:
+        from tests.lab_fixtures import LabHandle
+        nodes = [NodeSpec(f"pve{i}", lab_address(14, i)) for i in (1, 2)]
+        handle = LabHandle(state.resolve(), nodes)
+        for node in ("pve1", "pve2"):
+            out = handle.run(node, "pct config 150; ls /etc/pve/nodes/*/lxc; cat /etc/modprobe.d/local.conf").stdout
+            assert "hostname: seeded\n" in out and "lxc.prlimit.memlock: unlimited\n" in out
+            assert "150.conf" in out and "options foo bar=1" in out
+        handle.close()
+    finally:
+        _cli("lab", "down", "--state-dir", str(state))

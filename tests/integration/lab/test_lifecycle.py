@@ -32,12 +32,22 @@ def _ns_inodes(pids: list[int]) -> set[str]:
     return out
 
 
-def _all_ns_inodes() -> set[str]:
-    out = set()
+def _start_ticks(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+
+
+def _older_processes_in(namespaces: set[str], before_ticks: int) -> list[int]:
+    """Processes that started before ``before_ticks`` and still live in one of ``namespaces``
+    (a namespace number may be reused by a namespace created later: those do not count)."""
+    found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
-            out |= _ns_inodes([int(entry)])
-    return out
+            try:
+                if _ns_inodes([int(entry)]) & namespaces and _start_ticks(int(entry)) <= before_ticks:
+                    found.append(int(entry))
+            except (OSError, ValueError, IndexError):
+                pass
+    return found
 
 
 def _processes_mentioning(text: str) -> list[int]:
@@ -84,13 +94,14 @@ def test_ten_nodes_start_in_under_5s_and_down_leaves_nothing(tmp_path: Path) -> 
     as_json = json.loads(_cli("lab", "status", "--json", "--state-dir", str(state)).stdout)
     assert as_json["inventory"] == str(state / "inventory.yml") and len(as_json["nodes"]) == 10
 
+    before_down = int(time.clock_gettime(time.CLOCK_BOOTTIME) * os.sysconf("SC_CLK_TCK"))
     r = _cli("lab", "down", "--state-dir", str(state))
     assert r.returncode == 0 and "stopped and removed" in r.stdout, r.stderr
     assert not state.exists()
     assert _processes_mentioning(str(state)) == []
     assert not any(Path(f"/proc/{pid}").exists() for pid in init_pids)
     assert _mounts_under(state) == []
-    assert namespaces.isdisjoint(_all_ns_inodes())
+    assert _older_processes_in(namespaces, before_down) == []
 
 
 def test_nodes_die_with_the_supervisor(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from gpuhost.lab.layout import LabLayout
 from gpuhost.lab.node import paths as node_paths
 from gpuhost.lab.node.nvidia import kernel
 from gpuhost.lab.node.state import NodeState
-from gpuhost.lab.spec import LabSpec, NodeSpec
+from gpuhost.lab.spec import LabSpec
 
 #: command -> (path in the node, module under gpuhost.lab.node.cli, function)
 KERNEL_SHIMS: dict[str, tuple[str, str, str]] = {

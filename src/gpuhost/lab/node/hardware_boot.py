@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import ctypes
 import glob
-import json
 import os
 import re
 import time

@@ -235,6 +235,9 @@ def test_nvidia_smi_formats_and_topology_parse_like_real_captures(gpu_lab: LabHa
     r = gpu_lab.run(node, "nvidia-smi --query-gpu=bogus --format=csv")
     assert (r.rc, r.stdout.strip()) == (2, 'Field "bogus" is not a valid field to query.')
     assert "Product Name                                       : " + MODEL in ok(gpu_lab, node, "nvidia-smi -q")
+    assert ok(gpu_lab, node, "nvidia-smi -pm 1 -i 0") == "Enabled persistence mode for GPU 00000000:03:00.0.\n" \
+                                                         "All done.\n"
+    assert ok(gpu_lab, node, "nvidia-smi --query-gpu=persistence_mode --format=csv,noheader -i 2") == "Enabled\n"
     # topo -m: same layout as a real capture (tabs, padded self cell, the legend word for word)
     topo = ok(gpu_lab, node, "nvidia-smi topo -m")
     real = (P2P_FIXTURES / "topo-m_2x-h200-vm_nvlink.txt").read_text()

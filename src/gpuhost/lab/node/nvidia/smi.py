@@ -200,6 +200,20 @@ def summary(gpus: list[Gpu], driver: str) -> str:
     return "\n".join(out) + "\n"
 
 
+def persistence_mode(gpus: list[Gpu], enable: bool) -> str:
+    """``nvidia-smi -pm 0|1``: root on the host only (a container has no such permission)."""
+    if os.geteuid() != 0 or not kernel.on_node():
+        return "".join(f"Unable to set persistence mode for GPU {g.nvml_bus_id}: Insufficient Permissions\n"
+                       for g in gpus) + "Terminating early due to previous errors.\n"
+    from . import paths
+    if enable:
+        open(paths.PERSISTENCE_FLAG, "w").close()
+    elif os.path.exists(paths.PERSISTENCE_FLAG):
+        os.unlink(paths.PERSISTENCE_FLAG)
+    word = "Enabled" if enable else "Disabled"
+    return "".join(f"{word} persistence mode for GPU {g.nvml_bus_id}.\n" for g in gpus) + "All done.\n"
+
+
 # ---- command line --------------------------------------------------------------------------
 
 def _option(argv: list[str], *names: str) -> str | None:
@@ -253,8 +267,9 @@ def run(argv: list[str], version: str) -> str:
         return query(gpus, [f.strip() for f in q.split(",") if f.strip()], [f.strip() for f in fmt], driver)
     if "-q" in argv or "--query" in argv:
         return full_query(gpus, driver)
-    if "-pm" in argv or "--persistence-mode" in argv:
-        return "".join(f"Enabled persistence mode for GPU {g.nvml_bus_id}.\n" for g in gpus)
+    pm = _option(argv, "-pm", "--persistence-mode")
+    if pm is not None:
+        return persistence_mode(gpus, pm in ("1", "ENABLED", "enabled"))
     if not argv:
         return summary(gpus, driver)
     raise SmiExit(f"Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n", RC_INVALID)

@@ -23,7 +23,8 @@ def _devices() -> list[dict[str, object]]:
         for i, bridge in enumerate(g.get("bridges", [])):
             cls, code, name, vendor, device, rev = AMD_ROOT_PORT if i == 0 else SWITCH_PORT
             out[bridge] = {"bdf": bridge, "class_name": cls, "class_code": code, "vendor_name": name,
-                           "vendor": vendor, "device": device, "rev": rev, "gpu": None}
+                           "vendor": vendor, "device": device, "rev": rev, "gpu": None,
+                           "port": ("Root Port (Slot+)", "Upstream Port", "Downstream Port (Slot+)")[min(i, 2)]}
         out[str(g["bdf"])] = {"bdf": g["bdf"], "class_name": g["class_name"], "class_code": g["class_code"],
                               "vendor_name": "NVIDIA Corporation Device", "vendor": "10de",
                               "device": g["device_id"], "rev": g["rev"], "gpu": g}
@@ -53,14 +54,14 @@ def _head(dev: dict[str, object], numeric: int, domain: bool) -> str:
                 f"[{dev['vendor']}:{dev['device']}]{rev}")
     if numeric == 1:
         return f"{bdf} {dev['class_code']}: {dev['vendor']}:{dev['device']}{rev}"
-    return f"{bdf} {dev['class_name']}: {dev['vendor_name']} {dev['device']}{rev}"
+    name = f"{dev['vendor_name']} {dev['device']}" if str(dev["vendor_name"]).endswith("Device") else dev["vendor_name"]
+    return f"{bdf} {dev['class_name']}: {name}{rev}"
 
 
 def _verbose(dev: dict[str, object], level: int, numeric: int) -> list[str]:
     g = dev["gpu"]
     if g is None:
-        return [f"\tFlags: bus master, fast devsel, latency 0, IRQ 40, NUMA node 0",
-                "\tCapabilities: [58] Express (v2) Root Port (Slot+), MSI 00"] if level else []
+        return _bridge_verbose(dev, level)
     assert isinstance(g, dict)
     sub = f"NVIDIA Corporation Device [10de:{g['subsys_id']}]" if numeric >= 2 else f"NVIDIA Corporation Device {g['subsys_id']}"
     lines = [f"\tSubsystem: {sub}"]
@@ -103,6 +104,22 @@ def _verbose(dev: dict[str, object], level: int, numeric: int) -> list[str]:
         f"64GB {g['bar2_size']}",
     ]
     return lines
+
+
+def _bridge_verbose(dev: dict[str, object], level: int) -> list[str]:
+    """Root ports and switch ports: a Gen5 x16 link and ACS redirecting peer requests upstream."""
+    lines = ["\tFlags: bus master, fast devsel, latency 0, IRQ 40, NUMA node 0",
+             f"\tCapabilities: [58] Express (v2) {dev['port']}, MSI 00"]
+    if level < 2:
+        return lines
+    return lines + [
+        "\t\tLnkCap:\tPort #0, Speed 32GT/s, Width x16, ASPM L1, Exit Latency L1 <64us",
+        "\t\tLnkSta:\tSpeed 32GT/s, Width x16",
+        "\t\t\tTrErr- Train- SlotClk+ DLActive+ BWMgmt- ABWMgmt-",
+        "\tCapabilities: [2a0 v1] Access Control Services",
+        "\t\tACSCap:\tSrcValid+ TransBlk+ ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-",
+        "\t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-",
+    ]
 
 
 def _group(bdf: str) -> str:

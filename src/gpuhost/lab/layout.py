@@ -79,6 +79,11 @@ class LabLayout:
         return self.root / "root.password"
 
     @property
+    def node_library(self) -> Path:
+        """Node-side code, shared read-only by every node."""
+        return self.root / "node-lib"
+
+    @property
     def boot_script(self) -> Path:
         return self.root / "boot-node.sh"
 

@@ -17,7 +17,7 @@ from gpuhost.lab.boot_script import BOOT_SCRIPT
 from gpuhost.lab.credentials import new_ca, new_password, new_token_secret, ssh_keygen, write_secret
 from gpuhost.lab.inventory import render_inventory
 from gpuhost.lab.layout import LabLayout
-from gpuhost.lab.seed import NodeSecrets, SeedHook, seed_node
+from gpuhost.lab.seed import NodeSecrets, SeedHook, install_node_library, seed_node
 from gpuhost.lab.spec import LabSpec, NodeSpec, require_loopback
 
 SUPERVISOR_START_TIMEOUT_S = 90.0
@@ -115,6 +115,7 @@ def _write_lab(layout: LabLayout, spec: LabSpec, seed_dirs: list[Path], hooks: l
     if len(set(names)) != len(names) or len(set(addresses)) != len(addresses):
         raise UsageError("lab node names and addresses must be unique")
     layout.boot_script.write_text(BOOT_SCRIPT)
+    install_node_library(layout.node_library)
     from gpuhost.lab.gpu.seed import GpuAssets
     hooks = [GpuAssets(layout, spec).hook, *hooks]    # hardware, NVIDIA installers, apt repository
     ssh_keygen(layout.client_key, "gpuhost-lab-client")

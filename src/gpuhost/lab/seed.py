@@ -206,8 +206,10 @@ def _pve_tree(up: Path, spec: NodeSpec, state: NodeState, secrets: NodeSecrets) 
         (up / d.lstrip("/")).mkdir(parents=True, exist_ok=True)
 
 
-def _node_code(up: Path) -> None:
-    lib = up / paths.PYTHONPATH.lstrip("/") / "gpuhost"
+def install_node_library(target: Path) -> None:
+    """The node-side Python code (stdlib only), installed once per lab; every node gets it
+    read-only at /usr/lib/gpuhost-lab/python (bind mount at boot)."""
+    lib = target / "gpuhost"
     if lib.exists():
         shutil.rmtree(lib)
     (lib / "pve").mkdir(parents=True)
@@ -218,6 +220,10 @@ def _node_code(up: Path) -> None:
     (lib / "lab" / "__init__.py").write_text('"""gpuhost lab (node side)."""\n')
     shutil.copytree(Path(node_pkg.__file__).parent, lib / "lab" / "node",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+
+
+def _node_code(up: Path) -> None:
+    (up / paths.PYTHONPATH.lstrip("/")).mkdir(parents=True, exist_ok=True)   # mount point of the library
     for command, (path, module) in SHIMS.items():
         _write(up, path, (
             "#!/usr/bin/python3 -I\n"

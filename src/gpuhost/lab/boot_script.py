@@ -1,7 +1,8 @@
 """The shell script that boots one node inside fresh mount, UTS and PID namespaces.
 
 Run as ``unshare -m -u -p --fork --kill-child=SIGKILL --propagation private sh boot-node.sh
-NAME NODE_DIR HIDE_DIR BOOT`` (BOOT: grub or systemd-boot). It mounts the node's root (overlay: host ``/`` below, the node's
+NAME NODE_DIR HIDE_DIR BOOT [CHECKOUT]`` (BOOT: grub or systemd-boot; CHECKOUT: gpuhost's source
+checkout, hidden from the node like the lab's state directory). It mounts the node's root (overlay: host ``/`` below, the node's
 persistent upper layer above), gives it private /proc, /dev, /run and /tmp, hides the lab's state
 directory, shows the supervisor-chosen command line as /proc/cmdline, and pivots into it to run the
 node's init.
@@ -9,7 +10,7 @@ node's init.
 
 BOOT_SCRIPT = r"""#!/bin/sh
 set -eu
-name=$1 node=$2 hide=$3 boot=$4
+name=$1 node=$2 hide=$3 boot=$4 checkout=${5:-}
 R=$node/root
 # the previous boot's overlay may take a moment to be released after a reboot
 i=0
@@ -40,7 +41,7 @@ ln -s /proc/self/fd "$R/dev/fd"; ln -s /proc/self/fd/0 "$R/dev/stdin"
 ln -s /proc/self/fd/1 "$R/dev/stdout"; ln -s /proc/self/fd/2 "$R/dev/stderr"
 mount -t tmpfs -o mode=0755,nosuid,nodev "run-$name" "$R/run"
 mount -t tmpfs -o mode=1777,nosuid,nodev "tmp-$name" "$R/tmp"
-[ ! -d "$R/work" ] || mount -t tmpfs -o mode=0755,size=1m hide "$R/work"
+[ -z "$checkout" ] || [ ! -d "$R$checkout" ] || mount -t tmpfs -o mode=0755,size=1m hide "$R$checkout"
 [ ! -d "$R$hide" ] || mount -t tmpfs -o mode=0700,size=1m hide "$R$hide"
 mkdir -p "$R/run/gpuhost-lab" "$R/run/sshd" "$R/var/lib/gpuhost-lab/disk" "$R/var/lib/gpuhost-lab/ctbase"
 mount --bind "$hide/node-lib" "$R/usr/lib/gpuhost-lab/python"

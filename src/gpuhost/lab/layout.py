@@ -8,6 +8,14 @@ from pathlib import Path
 DEFAULT_STATE_DIR = Path("/run/gpuhost-lab")
 
 
+def source_checkout() -> Path | None:
+    """The source checkout gpuhost runs from (src layout), which nodes must not see; None when
+    gpuhost is installed as a package."""
+    import gpuhost
+    package = Path(gpuhost.__file__).resolve().parent
+    return package.parents[1] if package.parent.name == "src" else None
+
+
 @dataclass(frozen=True)
 class NodeLayout:
     """One node's directory: its persistent upper layer and what the supervisor hands it."""

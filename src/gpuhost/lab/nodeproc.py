@@ -14,7 +14,7 @@ from pathlib import Path
 
 from gpuhost.lab import kernel_log
 from gpuhost.lab.cpuinfo import rebadge
-from gpuhost.lab.layout import LabLayout
+from gpuhost.lab.layout import LabLayout, source_checkout
 from gpuhost.lab.node import bootloader
 from gpuhost.lab.node.state import kernel_for
 from gpuhost.lab.spec import NodeSpec
@@ -62,7 +62,7 @@ class NodeProcess:
             self.proc = subprocess.Popen(
                 ["unshare", "-m", "-u", "-p", "--fork", "--kill-child=SIGKILL", "--propagation", "private",
                  "/bin/sh", str(self.lab.boot_script), self.spec.name, str(node.dir), str(self.lab.root),
-                 self.spec.boot],
+                 self.spec.boot, str(source_checkout() or "")],
                 stdin=subprocess.DEVNULL, stdout=console, stderr=console, close_fds=True,
                 preexec_fn=_die_with_parent)
         finally:

@@ -19,7 +19,7 @@ import gpuhost.lab.node as node_pkg
 import gpuhost.pve.config as pve_config_module
 from gpuhost.lab import pve_texts
 from gpuhost.lab.credentials import NodeTls
-from gpuhost.lab.layout import NodeLayout
+from gpuhost.lab.layout import NodeLayout, source_checkout
 from gpuhost.lab.node import bootloader, paths
 from gpuhost.lab.node.state import NodeState, kernel_for
 from gpuhost.lab.spec import NodeSpec
@@ -65,7 +65,7 @@ def seed_node(layout: NodeLayout, spec: NodeSpec, secrets: NodeSecrets, seed_dir
         name=spec.name, address=spec.address, boot=spec.boot, cpu=spec.cpu, pve=spec.pve,
         kernel=kernel_for(spec.pve), root_fs="zfs" if spec.boot == "systemd-boot" else "lvm",
         esp_uuids=[_esp_uuid(spec.name)] if spec.boot == "systemd-boot" else [], token_id=secrets.token_id,
-        extra={"hide_paths": sorted({str(layout.dir.parent.parent), "/work"}),
+        extra={"hide_paths": sorted({str(layout.dir.parent.parent)} | _checkout()),
                "baseline_units": _host_enabled_units()},
     )
     _identity(up, spec)
@@ -281,6 +281,11 @@ for arg in "$@"; do
 done
 cat /run/gpuhost-lab-boot/dmesg /run/gpuhost-lab-kmsg 2>/dev/null
 """
+
+
+def _checkout() -> set[str]:
+    checkout = source_checkout()
+    return {str(checkout)} if checkout is not None else set()
 
 
 def _host_enabled_units() -> list[str]:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import subprocess
+from pathlib import Path
 
 import paramiko
 import pytest
 from ruamel.yaml import YAML
+
+import gpuhost
 
 from tests.lab_fixtures import LabHandle
 
@@ -55,7 +58,8 @@ def test_clean_root_home_modules_and_modprobe(lab: LabHandle) -> None:
 
 
 def test_node_cannot_see_the_lab_state_or_the_checkout(lab: LabHandle) -> None:
-    r = lab.run("pve1", f"for d in {lab.state_dir} {lab.state_dir.parent} /work; do ls -A $d 2>/dev/null; done | wc -l")
+    checkout = Path(gpuhost.__file__).resolve().parents[2]
+    r = lab.run("pve1", f"for d in {lab.state_dir} {lab.state_dir.parent} {checkout}; do ls -A $d 2>/dev/null; done | wc -l")
     assert r.stdout.strip() == "0"
 
 

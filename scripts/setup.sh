@@ -8,6 +8,8 @@ export DEBIAN_FRONTEND=noninteractive
 need=()
 [ -x /usr/sbin/sshd ] || need+=(openssh-server)
 command -v unshare >/dev/null || need+=(util-linux)
+command -v curl >/dev/null || need+=(curl)                # lab nodes fetch NVIDIA installers with it
+command -v gcc >/dev/null || need+=(gcc libc6-dev)        # the lab compiles its simulated libcuda
 python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
 if [ ${#need[@]} -gt 0 ]; then
   # apt must not start sshd (it would listen on 0.0.0.0:22): policy-rc.d says no. A policy

@@ -41,7 +41,7 @@ _PROBES = {
     "nvidia_version": "cat /proc/driver/nvidia/version",
     "nvidia_installed": "modinfo -F version nvidia",
     "proc_devices": "cat /proc/devices",
-    "dev_nvidia": "ls -1 /dev/nvidia* /dev/nvidia-caps/* 2>/dev/null",
+    "dev_nvidia": "ls -1d /dev/nvidia* /dev/nvidia-caps/* 2>/dev/null; true",
 }
 
 

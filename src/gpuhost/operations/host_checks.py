@@ -69,6 +69,7 @@ class VerifyArgs(Args):
     iommu_passthrough: bool = True
     nvidia_driver: str | None = None
     nvidia_uvm: bool = False
+    vfio: bool = False
 
 
 @register
@@ -114,6 +115,13 @@ class VerifyHost(Operation):
                                 "(nvidia_uvm not loaded, or nothing created the node at boot)")
             else:
                 proven.append("/dev/nvidia-uvm present")
+        if a.vfio and facts.gpus:
+            unbound = [g.bdf for g in facts.gpus if g.driver != "vfio-pci"]
+            if unbound:
+                problems.append(f"{len(unbound)} GPUs not bound to vfio-pci ({', '.join(unbound[:3])}…): check "
+                                "options vfio-pci ids= and that initramfs was updated before the reboot")
+            else:
+                proven.append(f"{len(facts.gpus)} GPUs bound to vfio-pci")
         if problems:
             if host.check:
                 raise SkipTask("check mode: would verify after the changes; now: " + "; ".join(problems))

@@ -169,7 +169,9 @@ class LxcDevices(Operation):
             after = conf.render()
             if after != before:
                 path = ct_config_path(a.ctid)
-                actions.append(WriteFile(path, after, backup_dir=BACKUP_DIR))
+                # The file first: `pct set` then edits the file that already has the raw keys
+                # (written the other way round, this stale text would drop the new devN lines).
+                actions.insert(0, WriteFile(path, after, backup_dir=BACKUP_DIR))
                 reasons.append("raw lxc keys")
                 return Plan(reason=f"CT {a.ctid}: " + ", ".join(reasons), actions=actions,
                             diff=unified_diff(path, before, after))

@@ -74,6 +74,10 @@ def lxc_driver_tasks(v: dict[str, Any], kernel: str) -> tuple[list[Task], str]:
                   Apt.from_dict({"packages": ["dkms", "proxmox-default-headers", f"proxmox-headers-{kernel}"]}),
                   tags=("driver",)),
         role_task(f"NVIDIA driver {driver.args.version} (DKMS)", driver, tags=("driver",)),
+        role_task("/dev/nvidia-uvm now (the boot unit keeps it after reboots)",
+                  Command.from_dict({"cmd": "nvidia-modprobe -c0 -u",
+                                     "creates": "/dev/nvidia-uvm",
+                                     "unless": "! test -e /proc/driver/nvidia/version"}), tags=("driver",)),
         role_task("nvidia and nvidia_uvm load at boot",
                   ModuleList.from_dict({"path": "/etc/modules-load.d/nvidia.conf",
                                         "modules": ["nvidia", "nvidia_uvm"]}), tags=("driver",)),
@@ -130,7 +134,8 @@ class ProxmoxHost(Role):
                       RebootIfNeeded.from_dict({"cmdline": tokens, "nvidia_driver": driver}), tags=("reboot",)),
             role_task("verify the booted host",
                       VerifyHost.from_dict({"cmdline": tokens, "nvidia_driver": driver,
-                                            "nvidia_uvm": path == "lxc"}), tags=("verify",)),
+                                            "nvidia_uvm": path == "lxc", "vfio": path == "vm"}),
+                      tags=("verify",)),
         ]
         return tasks
 

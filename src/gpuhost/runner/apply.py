@@ -47,5 +47,15 @@ def reboot(host: HostContext, action: Reboot) -> None:
     # Either the boot id changed or the session dropped (a host sharing its kernel, such as
     # a container, keeps its boot id): both mean the restart happened.
     conn.reconnect(timeout=max(deadline - time.monotonic(), 30.0))
+    wait_for_boot(conn, max(deadline - time.monotonic(), 30.0))
     host.rebooted = True
     host.reboot_required = False
+
+
+def wait_for_boot(conn: SSHConnection, timeout: float) -> None:
+    """SSH answers before every unit ran (nvidia-devnodes, pve-guests…): wait for systemd's startup
+    to finish. ``degraded`` (a unit failed) is still the end of startup; verification says what broke."""
+    result = conn.run("systemctl is-system-running --wait", check=False, timeout=timeout)
+    state = result.stdout.strip()
+    if result.exit_code == 124:
+        raise OperationFailed(f"{conn.name}: still booting after {timeout:.0f} s ({state or 'no answer'})")

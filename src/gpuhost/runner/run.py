@@ -181,7 +181,7 @@ def run_playbook(playbook: Playbook, inventory: Inventory, opts: RunOptions | No
                     tasks, handlers = _expand(play, ctx)
                 except GpuhostError as exc:
                     summary.unreachable = isinstance(exc, ConnectionFailed)
-                    runner.emit(TaskResult(name, play.name, "gather facts", "facts", "failed", "", 0.0,
+                    runner.emit(TaskResult(name, play.name, "prepare roles", "facts", "failed", "", 0.0,
                                            error=str(exc)))
                     summary.count("failed")
                     return False

@@ -49,6 +49,8 @@ def main() -> int:
                 print(f"{unit}: {error}", file=sys.stderr)
     except Exception as exc:  # a broken unit must not keep the node from booting
         print(f"units: {exc}", file=sys.stderr)
+    from gpuhost.lab.node import services as boot_units
+    boot_units.mark_boot_finished()  # `systemctl is-system-running` answers "running" from now on
     if _has_onboot_guests():
         try:
             from gpuhost.lab.node.guests_autostart import start_onboot_guests

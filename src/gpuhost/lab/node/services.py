@@ -228,3 +228,16 @@ def start_enabled_units() -> list[tuple[str, str]]:
         except UnitError as exc:
             failures.append((name, str(exc)))
     return failures
+
+
+BOOT_FINISHED = "/run/gpuhost-lab-boot-finished"
+
+
+def mark_boot_finished() -> None:
+    """Startup is over: every enabled unit was started (systemd's "running" state)."""
+    with open(BOOT_FINISHED, "w") as fh:
+        fh.write("running\n")
+
+
+def boot_finished() -> bool:
+    return os.path.exists(BOOT_FINISHED)

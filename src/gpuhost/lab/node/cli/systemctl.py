@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 from gpuhost.lab.node import services
 
@@ -80,6 +81,15 @@ def main(argv: list[str]) -> int:
                 print(f"Id={name}\nActiveState={services.active_state(name)}\nSubState={st.get('sub', 'dead')}\n"
                       f"MainPID={st.get('pid', 0)}\nLoadState={'loaded' if services.unit_path(name) else 'not-found'}")
             return 0
+        if verb == "is-system-running":
+            # systemd: "starting" while boot units run; --wait blocks until startup is over.
+            deadline = time.monotonic() + 120
+            while "--wait" in options and not services.boot_finished() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            state = "running" if services.boot_finished() else "starting"
+            if not quiet:
+                print(state)
+            return 0 if state == "running" else 1
         if verb == "reboot":
             from gpuhost.lab.node.cli.reboot import main as reboot
             return reboot([])

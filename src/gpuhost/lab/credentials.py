@@ -6,17 +6,15 @@ import datetime
 import ipaddress
 import os
 import secrets
-import subprocess
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.x509.oid import NameOID
 
-from gpuhost.errors import LabError
 
 
 @dataclass(frozen=True)
@@ -73,11 +71,14 @@ def new_ca() -> CertificateAuthority:
 
 
 def ssh_keygen(path: Path, comment: str) -> None:
-    """An ed25519 key pair at ``path`` and ``path.pub``."""
-    result = subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)],
-                            capture_output=True, text=True)
-    if result.returncode != 0:
-        raise LabError(f"ssh-keygen -f {path} failed (exit {result.returncode}): {result.stderr.strip()}")
+    """An ed25519 key pair at ``path`` (OpenSSH private key, 0600) and ``path.pub``, like
+    ``ssh-keygen -t ed25519 -N ''`` writes them, without a process per key."""
+    key = ed25519.Ed25519PrivateKey.generate()
+    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
+                                serialization.NoEncryption())
+    public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
+    write_secret(path, private)
+    path.with_name(path.name + ".pub").write_bytes(public + f" {comment}\n".encode())
 
 
 def write_secret(path: Path, content: str | bytes) -> None:

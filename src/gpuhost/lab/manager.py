@@ -21,7 +21,7 @@ from gpuhost.lab.seed import NodeSecrets, SeedHook, install_node_library, seed_n
 from gpuhost.lab.spec import LabSpec, NodeSpec, require_loopback
 
 SUPERVISOR_START_TIMEOUT_S = 90.0
-REQUIRED_COMMANDS = ("unshare", "mount", "ssh-keygen", "openssl", "/usr/sbin/sshd")
+REQUIRED_COMMANDS = ("unshare", "mount", "nsenter", "openssl", "/usr/sbin/sshd")
 
 
 @dataclass(frozen=True)

@@ -318,7 +318,8 @@ def _mac(name: str) -> str:
 
 def _write(up: Path, path: str, content: str | bytes, mode: int = 0o644) -> None:
     target = up / path.lstrip("/")
-    target.parent.mkdir(parents=True, exist_ok=True)
+    if not target.parent.is_dir():
+        target.parent.mkdir(parents=True, exist_ok=True)
     if target.is_char_device() or target.is_symlink():
         target.unlink()
     data = content.encode() if isinstance(content, str) else content

@@ -170,8 +170,10 @@ def run_playbook(playbook: Playbook, inventory: Inventory, opts: RunOptions | No
                 ctx = contexts.get(name)
                 variables = _play_vars(play, inventory, name, opts)
                 if ctx is None:
+                    # consent comes from the command line or from the inventory (allow_reboot: true)
                     ctx = HostContext(inventory.nodes[name], variables, templates, check=opts.check,
-                                      allow_reboot=opts.allow_reboot, allow_restart=opts.allow_restart,
+                                      allow_reboot=opts.allow_reboot or variables.get("allow_reboot") is True,
+                                      allow_restart=opts.allow_restart or variables.get("allow_restart") is True,
                                       connect=opts.connect)
                     contexts[name] = ctx
                 else:

@@ -32,6 +32,21 @@ def with_pin(lab, tmp_path, version: str):
     return path
 
 
+def test_check_diff_shows_the_whole_plan_and_changes_nothing(lab):
+    watched = ("cat /etc/kernel/cmdline /proc/cmdline; ls /etc/pve/lxc; ls /etc/modules-load.d; "
+               "ls /etc/systemd/system; dpkg -l | grep -c ^ii; cat /proc/driver/nvidia/version 2>&1")
+    before = lab.run("pve1", watched).stdout
+    boots = lab.boots("pve1")
+    r = gpuhost("provision", "lxc", "-i", str(lab.inventory), "--check", "--diff", "--allow-reboot",
+                "--allow-restart")
+    assert r.returncode == 0, r.stdout + r.stderr
+    for planned in ("+root=ZFS=rpool/ROOT/pve-1 boot=zfs iommu=pt amd_iommu=on", "install NVIDIA 580.95.05",
+                    "+nvidia_uvm", "+ExecStart=/usr/bin/nvidia-modprobe -c0 -u", "would change", "create CT 200"):
+        assert planned in r.stdout, planned
+    assert lab.run("pve1", watched).stdout == before
+    assert lab.boots("pve1") == boots
+
+
 def test_first_run_builds_a_verified_8_gpu_container_second_run_changes_nothing(lab):
     code, report = run_json("provision", "lxc", "-i", str(lab.inventory), "--allow-reboot", "--allow-restart")
     assert code == 0, [t for t in report["tasks"] if t["status"] == "failed"]

@@ -136,3 +136,17 @@ def test_flush_handlers_runs_notified_handlers_at_that_point(tmp_path):
 """)
     run_playbook(load_playbook(book), load_inventory(local_inventory(tmp_path, ["h1"])))
     assert log.read_text().split() == ["task1", "handler", "task2", "handler"]
+
+
+def test_inventory_consent_allows_a_reboot_only_for_that_host(tmp_path):
+    book = playbook(tmp_path, """
+- hosts: all
+  tasks:
+    - reboot: {reason: test}
+""")
+    inv_path = local_inventory(tmp_path, ["h1"])
+    inv_path.write_text(inv_path.read_text().replace("connection: local", "connection: local\n    vars: {allow_reboot: true}"))
+    report = run_playbook(load_playbook(book), load_inventory(inv_path))
+    # consent given: the runner tries, and refuses only because it will never reboot its own machine
+    assert report.results[0].status == "failed"
+    assert "will not reboot the machine gpuhost runs on" in report.results[0].error

@@ -1,0 +1,24 @@
+"""`provision host` with gpu_path: vm — vfio-pci owns the GPUs after the reboot, and that is verified."""
+
+import pytest
+
+from tests.integration.provision.conftest import run_json, task
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def lab(make_lab):
+    return make_lab([("grub", "intel")], gpus=2)
+
+
+def test_vfio_binds_the_gpus_after_reboot(lab):
+    code, report = run_json("provision", "host", "-i", str(lab.inventory), "-e", "gpu_path=vm", "--allow-reboot")
+    assert code == 0, [t for t in report["tasks"] if t["status"] == "failed"]
+    assert task(report, "pve1", "update initramfs")["status"] == "changed"
+    assert "2 GPUs bound to vfio-pci" in task(report, "pve1", "verify the booted host")["reason"]
+    modules = lab.run("pve1", "cat /etc/modules").stdout.split()
+    assert modules[-3:] == ["vfio", "vfio_iommu_type1", "vfio_pci"]
+    assert "options vfio-pci ids=10de:2bb5" in lab.run("pve1", "cat /etc/modprobe.d/gpuhost-vfio.conf").stdout
+    code, again = run_json("provision", "host", "-i", str(lab.inventory), "-e", "gpu_path=vm", "--allow-reboot")
+    assert code == 0 and again["hosts"]["pve1"]["changed"] == 0

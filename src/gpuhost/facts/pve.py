@@ -42,6 +42,11 @@ def pve_version(conn: Connection) -> PveVersion:
     return version
 
 
+def node_name(conn: Connection) -> str:
+    """The node's name in PVE (its short host name), as API paths need it."""
+    return conn.run("hostname").stdout.strip().split(".")[0]
+
+
 def ct_config_path(ctid: int) -> str:
     return f"/etc/pve/lxc/{ctid}.conf"
 

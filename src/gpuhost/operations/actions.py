@@ -43,6 +43,20 @@ class Reboot:
 
 
 @dataclass(frozen=True)
+class PveCall:
+    """A Proxmox VE API call (token over HTTPS, or root over SSH for root-only keys); tasks are awaited."""
+
+    method: str
+    path: str
+    params: tuple[tuple[str, str], ...] = ()
+    wait: bool = True
+
+    def describe(self) -> str:
+        shown = " ".join(f"--{k} {v}" for k, v in self.params)
+        return f"PVE API {self.method.upper()} /{self.path} {shown}".rstrip()
+
+
+@dataclass(frozen=True)
 class InContainer:
     """An action carried out inside LXC container ``ctid`` of the host (through ``pct exec``)."""
 
@@ -53,4 +67,4 @@ class InContainer:
         return f"CT {self.ctid}: {self.action.describe()}"
 
 
-Action = WriteFile | RunCommand | Reboot | InContainer
+Action = WriteFile | RunCommand | Reboot | InContainer | PveCall

@@ -1,18 +1,18 @@
 """LXC guests on a Proxmox VE node: created, GPUs passed through, running, restarted only when allowed.
 
-Everything here runs as root on the node (``pct`` over SSH): PVE lets only ``root@pam`` set
-device passthrough (``devN``), and raw ``lxc.*`` keys have no API at all.
+Changes go through PVE's API (:mod:`gpuhost.pve.api`): ordinary keys with the inventory's API
+token when there is one, ``devN`` as root (PVE lets only ``root@pam`` set device passthrough).
+Raw ``lxc.*`` keys have no API at all: they are written into the file, atomically.
 """
 
 from __future__ import annotations
 
-import shlex
 from typing import TYPE_CHECKING, Any
 
 from gpuhost.errors import OperationFailed
 from gpuhost.facts.host import host_facts
-from gpuhost.facts.pve import ct_config, ct_config_path, ct_status, pve_version, vztemplates
-from gpuhost.operations.actions import InContainer, RunCommand, WriteFile
+from gpuhost.facts.pve import ct_config, ct_config_path, ct_status, node_name, pve_version, vztemplates
+from gpuhost.operations.actions import InContainer, PveCall, WriteFile
 from gpuhost.operations.base import Args, Operation, Plan, SkipTask, nothing, unified_diff
 from gpuhost.operations.registry import get as get_operation
 from gpuhost.operations.registry import register
@@ -72,12 +72,13 @@ class LxcContainer(Operation):
                     raise OperationFailed(f"no container template on storage '{a.storage}' of {host.name}: "
                                           "download one (pveam update; pveam download local debian-12-standard…) "
                                           "or set the container's template")
-            opts = {**self.wanted(), "rootfs": a.rootfs, "unprivileged": "1" if a.unprivileged else "0"}
+            opts = {"vmid": str(a.ctid), "ostemplate": template, **self.wanted(), "rootfs": a.rootfs,
+                    "unprivileged": "1" if a.unprivileged else "0"}
             if a.net0:
                 opts["net0"] = a.net0
-            cmd = f"pct create {a.ctid} {shlex.quote(template)} " + " ".join(
-                f"--{k} {shlex.quote(v)}" for k, v in opts.items())
-            return Plan(reason=f"create CT {a.ctid} from {template}", actions=[RunCommand(cmd, timeout=900)])
+            node = host.fact(node_name)
+            return Plan(reason=f"create CT {a.ctid} from {template}",
+                        actions=[PveCall("post", f"nodes/{node}/lxc", tuple(opts.items()))])
         conf = host.fact(ct_config, a.ctid)
         assert conf is not None
         changes = {k: v for k, v in self.wanted().items() if conf.get(k) != v}
@@ -86,8 +87,9 @@ class LxcContainer(Operation):
                                   "PVE cannot change that in place (back up, restore with --unprivileged)")
         if not changes:
             return nothing(f"CT {a.ctid} exists ({status})")
-        cmd = f"pct set {a.ctid} " + " ".join(f"--{k} {shlex.quote(v)}" for k, v in changes.items())
-        return Plan(reason=f"CT {a.ctid}: set {', '.join(changes)}", actions=[RunCommand(cmd)])
+        node = host.fact(node_name)
+        return Plan(reason=f"CT {a.ctid}: set {', '.join(changes)}",
+                    actions=[PveCall("put", f"nodes/{node}/lxc/{a.ctid}/config", tuple(changes.items()))])
 
 
 class DevicesArgs(Args):
@@ -151,10 +153,12 @@ class LxcDevices(Operation):
             set_args = {k: v for k, v in wanted.items() if have.get(k) != v}
             extra = sorted(set(have) - set(wanted), key=lambda k: int(k[3:]))
             if set_args or extra:
-                cmd = f"pct set {a.ctid} " + " ".join(f"--{k} {shlex.quote(v)}" for k, v in set_args.items())
+                params = dict(set_args)
                 if extra:
-                    cmd += f" --delete {','.join(extra)}"
-                actions.append(RunCommand(cmd))
+                    params["delete"] = ",".join(extra)
+                # devN is root@pam-only in PVE: the API client takes the root route for it
+                actions.append(PveCall("put", f"nodes/{host.fact(node_name)}/lxc/{a.ctid}/config",
+                                       tuple(params.items())))
                 reasons.append(f"devN entries for {len(a.devices)} devices")
             raw: list[tuple[str, str]] = []
         else:
@@ -194,11 +198,10 @@ class LxcRunning(Operation):
         status = host.fact(ct_status, self.args.ctid)
         if status == "running":
             return nothing(f"CT {self.args.ctid} running")
-        if status is None and host.check:
-            return Plan(reason=f"start CT {self.args.ctid} (after creating it)",
-                        actions=[RunCommand(f"pct start {self.args.ctid}")])
-        return Plan(reason=f"start CT {self.args.ctid} ({status})",
-                    actions=[RunCommand(f"pct start {self.args.ctid}")])
+        if status is None and not host.check:
+            raise OperationFailed(f"CT {self.args.ctid} does not exist")
+        start = PveCall("post", f"nodes/{host.fact(node_name)}/lxc/{self.args.ctid}/status/start")
+        return Plan(reason=f"start CT {self.args.ctid} ({status or 'after creating it'})", actions=[start])
 
 
 @register
@@ -217,7 +220,8 @@ class LxcRestart(Operation):
         if not host.allow_restart:
             host.restart_required.add(ctid)
             raise SkipTask(f"CT {ctid} must restart for its new devices to apply; rerun with --allow-restart")
-        return Plan(reason=f"restart CT {ctid}", actions=[RunCommand(f"pct reboot {ctid}", timeout=300)])
+        return Plan(reason=f"restart CT {ctid}",
+                    actions=[PveCall("post", f"nodes/{host.fact(node_name)}/lxc/{ctid}/status/reboot")])
 
 
 class InContainerArgs(Args):

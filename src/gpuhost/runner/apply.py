@@ -7,7 +7,7 @@ import time
 from gpuhost.connection.ssh import SSHConnection
 from gpuhost.errors import ConnectionFailed, OperationFailed
 from gpuhost.facts.system import boot_id
-from gpuhost.operations.actions import Action, InContainer, Reboot, RunCommand, WriteFile
+from gpuhost.operations.actions import Action, InContainer, PveCall, Reboot, RunCommand, WriteFile
 from gpuhost.runner.context import HostContext
 
 
@@ -19,6 +19,10 @@ def apply(host: HostContext, action: Action) -> None:
         host.conn.run(action.command, ok_codes=action.ok_codes, timeout=action.timeout)
     elif isinstance(action, Reboot):
         reboot(host, action)
+    elif isinstance(action, PveCall):
+        result = host.pve.call(action.method, action.path, dict(action.params))
+        if action.wait:
+            host.pve.wait_task(result)
     elif isinstance(action, InContainer):
         apply(host.guest(action.ctid), action.action)
     else:  # pragma: no cover - exhaustive

@@ -9,6 +9,7 @@ from gpuhost.connection import open_connection
 from gpuhost.connection.base import Connection
 from gpuhost.connection.pct import PctConnection
 from gpuhost.inventory.models import NodeSpec
+from gpuhost.pve.api import PveApi
 from gpuhost.templating import Templates
 
 T = TypeVar("T")
@@ -34,6 +35,7 @@ class HostContext:
         self._conn: Connection | None = None
         self._facts: dict[tuple[Any, ...], Any] = {}
         self._guests: dict[int, HostContext] = {}
+        self._pve: PveApi | None = None
         self.parent: HostContext | None = None
 
     @property
@@ -41,6 +43,13 @@ class HostContext:
         if self._conn is None:
             self._conn = self._connect(self.node)
         return self._conn
+
+    @property
+    def pve(self) -> PveApi:
+        """The node's Proxmox VE API (token route and root route, see :mod:`gpuhost.pve.api`)."""
+        if self._pve is None:
+            self._pve = PveApi(self.node, self.conn)
+        return self._pve
 
     def fact(self, fn: Callable[..., T], *args: Any) -> T:
         """``fn(conn, *args)``, cached until the runner next changes this host."""

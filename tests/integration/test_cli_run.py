@@ -1,6 +1,5 @@
 """``gpuhost run`` end to end against a real sshd host, as a user would run it."""
 
-import hashlib
 import json
 import os
 import subprocess

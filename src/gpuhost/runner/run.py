@@ -47,9 +47,11 @@ def _selected(task: Task, opts: RunOptions) -> bool:
 
 
 class _HostRun:
-    def __init__(self, ctx: HostContext, play: Play, summary: HostSummary, report: RunReport,
-                 opts: RunOptions, emit: Callable[[TaskResult], None]) -> None:
-        self.ctx, self.play, self.summary, self.report, self.opts, self.emit = ctx, play, summary, report, opts, emit
+    """One host through one play: tasks in order, then its notified handlers."""
+
+    def __init__(self, ctx: HostContext, play: Play, summary: HostSummary, opts: RunOptions,
+                 emit: Callable[[TaskResult], None]) -> None:
+        self.ctx, self.play, self.summary, self.opts, self.emit = ctx, play, summary, opts, emit
 
     def task(self, task: Task, *, handler: bool = False) -> TaskResult:
         ctx = self.ctx
@@ -178,7 +180,7 @@ def run_playbook(playbook: Playbook, inventory: Inventory, opts: RunOptions | No
                     contexts[name] = ctx
                 else:
                     ctx.vars = variables
-                runner = _HostRun(ctx, play, summary, report, opts, emit)
+                runner = _HostRun(ctx, play, summary, opts, emit)
                 try:
                     tasks, handlers = _expand(play, ctx)
                 except GpuhostError as exc:

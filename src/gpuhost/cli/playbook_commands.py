@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from rich.text import Text
 
 from gpuhost.cli.app import app
 from gpuhost.cli.output import LivePrinter, console, error, print_json, print_recap
@@ -95,5 +96,10 @@ def facts_command(
         print_json({"host": host, "facts": facts})
         return
     for key, value in facts.items():
+        if key == "gpus" and isinstance(value, list):
+            console.print(Text(f"{key:<24}", style="bold") + Text(str(len(value))))
+            for gpu in value:
+                console.print(Text(f"{'':<24}{gpu}"))
+            continue
         shown = " ".join(value) if isinstance(value, list) else ("-" if value is None else str(value))
-        console.print(f"[bold]{key:<14}[/bold] {shown}")
+        console.print(Text(f"{key:<24}", style="bold") + Text(shown))

@@ -5,7 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from gpuhost.connection.base import Connection
+from gpuhost.errors import FactError
 from gpuhost.facts.batch import run_sections
+from gpuhost.facts.host import host_facts
 
 _PROBES: dict[str, str] = {
     "hostname": "hostname",
@@ -36,6 +38,29 @@ def gather(conn: Connection) -> dict[str, Any]:
         return s[key].output.strip() if key in s and s[key].ok else ""
 
     osr = parse_os_release(text("os_release"))
+    return {**_basics(text, osr), **_gpu_host(conn)}
+
+
+def _gpu_host(conn: Connection) -> dict[str, Any]:
+    """What the provisioning roles decide from: boot loader, IOMMU, GPUs, NVIDIA driver."""
+    try:
+        f = host_facts(conn)
+    except FactError as exc:
+        return {"boot_loader": f"unknown: {exc}"}
+    return {
+        "boot_loader": f.boot.describe(),
+        "cmdline_file": f.boot.cmdline_file,
+        "iommu_default_domain": f.iommu.default_domain,
+        "iommu_groups": len(set(f.iommu_groups.values())),
+        "gpus": [f"{g.bdf} {g.vendor}:{g.device} {g.name}" + (f" [{g.driver}]" if g.driver else "")
+                 for g in f.gpus],
+        "nvidia_module_loaded": f.nvidia.version if f.nvidia else None,
+        "nvidia_module_installed": f.nvidia_installed,
+        "nvidia_uvm": "/dev/nvidia-uvm" in f.nvidia_devices,
+    }
+
+
+def _basics(text: Any, osr: dict[str, str]) -> dict[str, Any]:
     return {
         "hostname": text("hostname"),
         "os": osr.get("PRETTY_NAME", ""),

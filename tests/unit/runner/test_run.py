@@ -150,3 +150,27 @@ def test_inventory_consent_allows_a_reboot_only_for_that_host(tmp_path):
     # consent given: the runner tries, and refuses only because it will never reboot its own machine
     assert report.results[0].status == "failed"
     assert "will not reboot the machine gpuhost runs on" in report.results[0].error
+
+
+def test_hosts_run_in_parallel_up_to_forks(tmp_path):
+    # each host waits (bounded) for the other's marker: only concurrent hosts can both succeed
+    book = playbook(tmp_path, f"""
+- hosts: all
+  tasks:
+    - command:
+        cmd: >-
+          touch {tmp_path}/{{{{ inventory_hostname }}}}.up;
+          for i in $(seq 1 40); do [ -e {tmp_path}/{{{{ peer }}}}.up ] && exit 0; sleep 0.05; done; exit 1
+""")
+    inv_path = local_inventory(tmp_path, ["h1", "h2"])
+    inv_path.write_text(inv_path.read_text()
+                        .replace("  h1:\n    address: 127.0.0.1\n    connection: local",
+                                 "  h1:\n    address: 127.0.0.1\n    connection: local\n    vars: {peer: h2}")
+                        .replace("  h2:\n    address: 127.0.0.1\n    connection: local",
+                                 "  h2:\n    address: 127.0.0.1\n    connection: local\n    vars: {peer: h1}"))
+    inv = load_inventory(inv_path)
+    assert run_playbook(load_playbook(book), inv, RunOptions(forks=2)).exit_code == 0
+    for f in tmp_path.glob("*.up"):
+        f.unlink()
+    serial = run_playbook(load_playbook(book), inv, RunOptions(forks=1))
+    assert serial.hosts["h1"].failed == 1  # alone, the first host waits in vain

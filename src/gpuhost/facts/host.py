@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gpuhost.connection.base import Connection
-from gpuhost.facts.batch import run_sections
+from gpuhost.facts.batch import Section, run_sections
 from gpuhost.facts.boot import GRUB_DEFAULT, GRUB_DROPIN_DIR, KERNEL_CMDLINE, BootInfo, parse_boot_tool_status
 from gpuhost.facts.cmdline import parse_kernel_cmdline_file
 from gpuhost.facts.hardware import (
@@ -25,7 +26,7 @@ from gpuhost.facts.hardware import (
 _GRUB_EFFECTIVE = (f". {GRUB_DEFAULT}; for f in {GRUB_DROPIN_DIR}/*.cfg; do [ -e \"$f\" ] && . \"$f\"; done; "
                    'echo "$GRUB_CMDLINE_LINUX $GRUB_CMDLINE_LINUX_DEFAULT"')
 
-_PROBES = {
+HOST_PROBES = {
     "cpu": "grep -m1 '^vendor_id' /proc/cpuinfo | cut -d: -f2",
     "kernel": "uname -r",
     "pveversion": "pveversion",
@@ -72,7 +73,11 @@ class HostFacts:
 
 
 def host_facts(conn: Connection) -> HostFacts:
-    s = run_sections(conn, _PROBES)
+    return host_facts_from(run_sections(conn, HOST_PROBES))
+
+
+def host_facts_from(s: Mapping[str, Section]) -> HostFacts:
+    """Parse the sections of :data:`HOST_PROBES` (callers may batch more probes into the same trip)."""
 
     def out(key: str) -> str:
         return s[key].output if key in s and s[key].ok else ""

@@ -7,18 +7,14 @@ from typing import Any
 from gpuhost.connection.base import Connection
 from gpuhost.errors import FactError
 from gpuhost.facts.batch import run_sections
-from gpuhost.facts.host import host_facts
+from gpuhost.facts.host import HOST_PROBES, host_facts_from
 
-_PROBES: dict[str, str] = {
+#: Probes beyond the host role's own (HOST_PROBES), batched into the same round trip.
+_EXTRA_PROBES: dict[str, str] = {
     "hostname": "hostname",
     "os_release": "cat /etc/os-release",
-    "kernel": "uname -r",
     "arch": "uname -m",
-    "cpu_vendor": "grep -m1 '^vendor_id' /proc/cpuinfo | cut -d: -f2",
-    "cmdline": "cat /proc/cmdline",
-    "pveversion": "pveversion",
     "boot_id": "cat /proc/sys/kernel/random/boot_id",
-    "nvidia_driver": "head -1 /proc/driver/nvidia/version",
 }
 
 
@@ -32,22 +28,29 @@ def parse_os_release(text: str) -> dict[str, str]:
 
 
 def gather(conn: Connection) -> dict[str, Any]:
-    s = run_sections(conn, _PROBES)
+    s = run_sections(conn, {**HOST_PROBES, **_EXTRA_PROBES})
 
     def text(key: str) -> str:
         return s[key].output.strip() if key in s and s[key].ok else ""
 
     osr = parse_os_release(text("os_release"))
-    return {**_basics(text, osr), **_gpu_host(conn)}
-
-
-def _gpu_host(conn: Connection) -> dict[str, Any]:
-    """What the provisioning roles decide from: boot loader, IOMMU, GPUs, NVIDIA driver."""
+    facts: dict[str, Any] = {
+        "hostname": text("hostname"),
+        "os": osr.get("PRETTY_NAME", ""),
+        "os_version_id": osr.get("VERSION_ID", ""),
+        "kernel": text("kernel"),
+        "arch": text("arch"),
+        "cpu_vendor": text("cpu"),
+        "cmdline": text("proc_cmdline").split(),
+        "pve_version": text("pveversion") or None,
+        "boot_id": text("boot_id"),
+    }
     try:
-        f = host_facts(conn)
+        f = host_facts_from(s)
     except FactError as exc:
-        return {"boot_loader": f"unknown: {exc}"}
+        return {**facts, "boot_loader": f"unknown: {exc}"}
     return {
+        **facts,
         "boot_loader": f.boot.describe(),
         "cmdline_file": f.boot.cmdline_file,
         "iommu_default_domain": f.iommu.default_domain,
@@ -57,19 +60,4 @@ def _gpu_host(conn: Connection) -> dict[str, Any]:
         "nvidia_module_loaded": f.nvidia.version if f.nvidia else None,
         "nvidia_module_installed": f.nvidia_installed,
         "nvidia_uvm": "/dev/nvidia-uvm" in f.nvidia_devices,
-    }
-
-
-def _basics(text: Any, osr: dict[str, str]) -> dict[str, Any]:
-    return {
-        "hostname": text("hostname"),
-        "os": osr.get("PRETTY_NAME", ""),
-        "os_version_id": osr.get("VERSION_ID", ""),
-        "kernel": text("kernel"),
-        "arch": text("arch"),
-        "cpu_vendor": text("cpu_vendor"),
-        "cmdline": text("cmdline").split(),
-        "pve_version": text("pveversion") or None,
-        "boot_id": text("boot_id"),
-        "nvidia_driver": text("nvidia_driver") or None,
     }

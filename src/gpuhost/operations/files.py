@@ -8,7 +8,7 @@ from pydantic import field_validator
 
 from gpuhost.facts import files as file_facts
 from gpuhost.operations.actions import WriteFile
-from gpuhost.operations.base import Args, Operation, Plan, file_plan, nothing
+from gpuhost.operations.base import Args, Operation, Plan, file_plan
 from gpuhost.operations.registry import register
 
 if TYPE_CHECKING:
@@ -95,6 +95,5 @@ class Template(Operation):
         mode = parse_mode(a.mode)
         wanted = host.render_template(a.src)
         before = host.fact(file_facts.content, a.dest)
-        if before == wanted:
-            return _with_mode(host, a.dest, nothing(f"{a.dest} matches {a.src}"), mode)
-        return file_plan(a.dest, before, wanted, mode)
+        plan = file_plan(a.dest, before, wanted, mode, reason_same=f"{a.dest} matches {a.src}")
+        return _with_mode(host, a.dest, plan, mode)

@@ -16,6 +16,7 @@ from gpuhost.operations.actions import InContainer, PveCall, WriteFile
 from gpuhost.operations.base import Args, Operation, Plan, SkipTask, nothing, unified_diff
 from gpuhost.operations.registry import get as get_operation
 from gpuhost.operations.registry import register
+from gpuhost.pve import config as pveconf
 
 if TYPE_CHECKING:
     from gpuhost.runner.context import HostContext
@@ -165,23 +166,23 @@ class LxcDevices(Operation):
             raw = legacy_lines(a.devices, facts.char_majors)
         if a.memlock_unlimited:
             raw.append(("lxc.prlimit.memlock", "unlimited"))
-        if raw:
-            before = conf.text()
-            for key, value in raw:
-                if value not in conf.lxc_values(key):
-                    conf.add_lxc(key, value)
-            after = conf.render()
-            if after != before:
-                path = ct_config_path(a.ctid)
-                # The file first: `pct set` then edits the file that already has the raw keys
-                # (written the other way round, this stale text would drop the new devN lines).
-                actions.insert(0, WriteFile(path, after, backup_dir=BACKUP_DIR))
-                reasons.append("raw lxc keys")
-                return Plan(reason=f"CT {a.ctid}: " + ", ".join(reasons), actions=actions,
-                            diff=unified_diff(path, before, after))
+        diff = ""
+        before = conf.text()
+        edited = pveconf.parse(before, "lxc")  # a copy: the cached fact stays what the host has
+        for key, value in raw:
+            if value not in edited.lxc_values(key):
+                edited.add_lxc(key, value)
+        after = edited.render()
+        if after != before:
+            path = ct_config_path(a.ctid)
+            # The file first: `pct set` then edits the file that already has the raw keys
+            # (written the other way round, this stale text would drop the new devN lines).
+            actions.insert(0, WriteFile(path, after, backup_dir=BACKUP_DIR))
+            reasons.append("raw lxc keys")
+            diff = unified_diff(path, before, after)
         if not actions:
             return nothing(f"CT {a.ctid} has the {len(a.devices)} GPU devices")
-        return Plan(reason=f"CT {a.ctid}: " + ", ".join(reasons), actions=actions)
+        return Plan(reason=f"CT {a.ctid}: " + ", ".join(reasons), actions=actions, diff=diff)
 
 
 class RunningArgs(Args):

@@ -10,7 +10,6 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -57,5 +56,3 @@ def task(report: dict, host: str, name_part: str) -> dict:
     assert matches, f"no task '{name_part}' for {host}: {[t['task'] for t in report['tasks']]}"
     return matches[-1]
 
-
-__all__ = ["Path", "gpuhost", "run_json", "task"]

@@ -1,8 +1,10 @@
 """`provision host` with gpu_path: vm — vfio-pci owns the GPUs after the reboot, and that is verified."""
 
+import json
+
 import pytest
 
-from tests.integration.provision.conftest import run_json, task
+from tests.integration.provision.conftest import gpuhost, run_json, task
 
 pytestmark = pytest.mark.integration
 
@@ -25,8 +27,6 @@ def test_vfio_binds_the_gpus_after_reboot(lab):
 
 
 def test_facts_show_what_the_roles_decide_from(lab):
-    from tests.integration.provision.conftest import gpuhost
-    import json
     r = gpuhost("facts", "pve1", "-i", str(lab.inventory), "--json")
     assert r.returncode == 0, r.stderr
     facts = json.loads(r.stdout)["facts"]

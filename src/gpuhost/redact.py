@@ -1,6 +1,6 @@
 """Keep secrets out of every message, log line, report and exception.
 
-A secret is registered once, when it is read (see :mod:`gpuhost.inventory.secrets`);
+A secret is registered once, when it is read (see :mod:`gpuhost.secrets`);
 from then on :func:`redact` masks it wherever gpuhost builds text for a human or a file.
 """
 

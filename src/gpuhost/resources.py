@@ -26,3 +26,10 @@ def builtin_templates_dir() -> Path | None:
 
 def builtin_playbooks_dir() -> Path | None:
     return _find("playbooks")
+
+
+def read_tool(name: str) -> str:
+    """The source of a program in :mod:`gpuhost.tools`, to ship to a target."""
+    from importlib.resources import files
+
+    return (files("gpuhost.tools") / name).read_text()

@@ -9,7 +9,7 @@ from typing import Any
 import jinja2
 
 from gpuhost.errors import SecretError, TemplateError
-from gpuhost.inventory.secrets import read_secret
+from gpuhost.secrets import read_secret
 from gpuhost.resources import builtin_templates_dir
 
 
@@ -52,6 +52,23 @@ class Templates:
             raise TemplateError(f"template '{name}': {exc.message}") from None
         except jinja2.TemplateSyntaxError as exc:
             raise TemplateError(f"template '{exc.name or name}' line {exc.lineno}: {exc.message}") from None
+
+    def check_file(self, name: str, available: set[str]) -> None:
+        """Compile template ``name`` and make sure every variable it uses is among ``available``."""
+        from jinja2 import meta
+
+        try:
+            source, _, _ = self.env.loader.get_source(self.env, name)  # type: ignore[union-attr]
+            parsed = self.env.parse(source)
+        except jinja2.TemplateNotFound:
+            raise TemplateError(f"template '{name}' not found (looked in: "
+                                f"{', '.join(self.env.loader.searchpath)})") from None  # type: ignore[union-attr]
+        except jinja2.TemplateSyntaxError as exc:
+            raise TemplateError(f"template '{exc.name or name}' line {exc.lineno}: {exc.message}") from None
+        missing = sorted(meta.find_undeclared_variables(parsed) - available - set(self.env.globals))
+        if missing:
+            raise TemplateError(f"template '{name}' uses undefined variable{'s' if len(missing) > 1 else ''} "
+                                + ", ".join(f"'{m}'" for m in missing))
 
     def render_value(self, value: Any, variables: Mapping[str, Any]) -> Any:
         """Render every string inside ``value`` (dicts and lists walked) that contains ``{{`` or ``{%``."""

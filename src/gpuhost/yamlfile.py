@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -9,23 +10,55 @@ from typing import Any
 from pydantic import ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import MarkedYAMLError
+from ruamel.yaml.constructor import DuplicateKeyError
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from gpuhost.errors import ConfigError
 
 
+def _refuse_unsafe(text: str, path: Path, error: type[ConfigError]) -> None:
+    """No aliases (they can expand without bound) and no tags beyond YAML's own."""
+    from ruamel.yaml.events import AliasEvent, CollectionStartEvent, ScalarEvent
+
+    for event in YAML(typ="rt").parse(text):
+        line = event.start_mark.line + 1 if event.start_mark else None
+        if isinstance(event, AliasEvent):
+            raise error("YAML aliases (*name) are not allowed in gpuhost files; write the value out",
+                        file=str(path), line=line)
+        tag = getattr(event, "tag", None) if isinstance(event, (ScalarEvent, CollectionStartEvent)) else None
+        if tag and not str(tag).startswith("tag:yaml.org,2002:"):
+            raise error(f"unknown YAML tag {str(tag)[:40]}", file=str(path), line=line)
+
+
 def load(path: Path, error: type[ConfigError] = ConfigError) -> Any:
-    """Parse ``path``; a syntax error names its line."""
+    """Parse ``path``; a syntax error, bad bytes, a duplicate key, an alias or an unknown tag names its line.
+
+    Messages never echo a value (a value may be a secret pasted in the wrong place).
+    """
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except OSError as exc:
         raise error(f"cannot read: {exc.strerror}", file=str(path)) from None
+    if b"\x00" in raw:
+        raise error("contains a NUL byte: not a text file", file=str(path), line=raw[:raw.index(b"\x00")].count(b"\n") + 1)
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise error(f"not UTF-8 text (byte 0x{raw[exc.start]:02x})", file=str(path),
+                    line=raw[:exc.start].count(b"\n") + 1) from None
     yaml = YAML(typ="rt")
     try:
+        _refuse_unsafe(text, path, error)
         return yaml.load(text)
+    except DuplicateKeyError as exc:
+        line = exc.problem_mark.line + 1 if exc.problem_mark else None
+        key = re.search(r'found duplicate key "([^"]{0,60})', str(exc.problem))
+        raise error(f"duplicate key '{key.group(1) if key else '?'}'", file=str(path), line=line) from None
     except MarkedYAMLError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else None
         raise error(f"invalid YAML: {exc.problem}", file=str(path), line=line) from None
+    except YAMLError as exc:
+        raise error(f"invalid YAML: {type(exc).__name__}", file=str(path)) from None
 
 
 def plain(value: Any) -> Any:

@@ -7,14 +7,19 @@ and container connections behave identically and each costs one round trip.
 
 from __future__ import annotations
 
+import logging
 import shlex
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
-from gpuhost.connection.result import CommandResult
+from gpuhost.core.result import CommandResult
 from gpuhost.errors import CommandFailed
+
+#: One DEBUG record per remote command (``-v`` prints them): extra = host, command, exit_code, duration.
+remote_log = logging.getLogger("gpuhost.remote")
 
 #: Suffix of the backups gpuhost leaves next to a file it replaced.
 BACKUP_SUFFIX = ".gpuhost~"
@@ -59,6 +64,14 @@ def to_shell(command: str | Sequence[str]) -> str:
     return command if isinstance(command, str) else shlex.join(command)
 
 
+@runtime_checkable
+class Rebootable(Protocol):
+    """A connection to a machine gpuhost may reboot: it reboots it, waits, and reconnects."""
+
+    def reboot(self, timeout: float) -> None:
+        ...
+
+
 class Connection(ABC):
     """A live session with one host. Not thread-safe: one per host, one thread each."""
 
@@ -75,6 +88,9 @@ class Connection(ABC):
         cmd = to_shell(command)
         data = input.encode() if isinstance(input, str) else input
         result = self._exec(cmd, data, timeout)
+        if remote_log.isEnabledFor(logging.DEBUG):
+            remote_log.debug("%s", cmd, extra={"host": self.name, "command": cmd, "exit_code": result.exit_code,
+                                               "duration": result.duration})
         if check and result.exit_code not in ok_codes:
             raise CommandFailed(cmd, result.exit_code, result.stdout, result.stderr, host=self.name)
         return result

@@ -6,7 +6,7 @@ import subprocess
 import time
 
 from gpuhost.connection.base import Connection
-from gpuhost.connection.result import CommandResult
+from gpuhost.core.result import CommandResult
 
 
 class LocalConnection(Connection):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 
 from gpuhost.connection.base import Connection
-from gpuhost.connection.result import CommandResult
+from gpuhost.core.result import CommandResult
 
 
 class PctConnection(Connection):

@@ -19,7 +19,7 @@ import fabric
 import paramiko
 
 from gpuhost.connection.base import Connection
-from gpuhost.connection.result import CommandResult
+from gpuhost.core.result import CommandResult
 from gpuhost.errors import ConnectionFailed, HostKeyMismatch
 
 HostKeyPolicy = Literal["strict", "accept-new"]
@@ -139,6 +139,12 @@ class SSHConnection(Connection):
                 if time.monotonic() >= deadline:
                     raise
                 time.sleep(interval)
+
+    def reboot(self, timeout: float) -> None:
+        """Reboot the machine and come back connected once systemd finished starting it."""
+        from gpuhost.connection.reboot import reboot_and_wait
+
+        reboot_and_wait(self, timeout)
 
     def close(self) -> None:
         if self._conn is not None:

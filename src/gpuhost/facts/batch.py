@@ -5,13 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gpuhost.connection.base import Connection
-
 _MARK = "@@gpuhost-section@@"
 
 
 @dataclass(frozen=True)
-class Section:
+class ProbeOutput:
     output: str
     status: int
 
@@ -20,15 +18,19 @@ class Section:
         return self.status == 0
 
 
-def run_sections(conn: Connection, probes: Mapping[str, str]) -> dict[str, Section]:
-    """Run every probe (a shell snippet, stderr discarded) in one command; keyed like ``probes``."""
+def sections_command(probes: Mapping[str, str]) -> str:
+    """One shell script that runs every probe (stderr discarded), each framed by markers."""
     parts = []
     for key, cmd in probes.items():
         parts.append(f"echo '{_MARK} {key}'; ( {cmd} ) 2>/dev/null; echo \"{_MARK}-status $?\"")
-    text = conn.run("\n".join(parts), check=False).stdout
-    out: dict[str, Section] = {}
+    return "\n".join(parts)
+
+
+def parse_sections(text: str) -> dict[str, ProbeOutput]:
+    """The output of :func:`sections_command`, keyed like its probes."""
+    out: dict[str, ProbeOutput] = {}
     for chunk in text.split(_MARK + " ")[1:]:
         key, _, rest = chunk.partition("\n")
         body, _, status = rest.rpartition(f"{_MARK}-status ")
-        out[key.strip()] = Section(body.rstrip("\n"), int(status.split()[0]) if status.strip() else 1)
+        out[key.strip()] = ProbeOutput(body.rstrip("\n"), int(status.split()[0]) if status.strip() else 1)
     return out

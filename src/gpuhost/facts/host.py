@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gpuhost.connection.base import Connection
-from gpuhost.facts.batch import Section, run_sections
+from gpuhost.core.facts import Fact
+from gpuhost.facts.batch import ProbeOutput, parse_sections, sections_command
 from gpuhost.facts.boot import GRUB_DEFAULT, GRUB_DROPIN_DIR, KERNEL_CMDLINE, BootInfo, parse_boot_tool_status
 from gpuhost.facts.cmdline import parse_kernel_cmdline_file
 from gpuhost.facts.hardware import (
@@ -43,6 +43,7 @@ HOST_PROBES = {
     "nvidia_installed": "modinfo -F version nvidia",
     "proc_devices": "cat /proc/devices",
     "dev_nvidia": "ls -1d /dev/nvidia* /dev/nvidia-caps/* 2>/dev/null; true",
+    "persistenced": "systemctl is-active nvidia-persistenced",
 }
 
 
@@ -63,6 +64,7 @@ class HostFacts:
     nvidia_installed: str | None           # the module on disk for the running kernel
     char_majors: dict[str, int]
     nvidia_devices: tuple[str, ...]
+    persistenced: str = ""                  # systemctl is-active nvidia-persistenced
 
     @property
     def configured_tokens(self) -> tuple[str, ...] | None:
@@ -72,11 +74,7 @@ class HostFacts:
         return self.grub_effective_tokens
 
 
-def host_facts(conn: Connection) -> HostFacts:
-    return host_facts_from(run_sections(conn, HOST_PROBES))
-
-
-def host_facts_from(s: Mapping[str, Section]) -> HostFacts:
+def host_facts_from(s: Mapping[str, ProbeOutput]) -> HostFacts:
     """Parse the sections of :data:`HOST_PROBES` (callers may batch more probes into the same trip)."""
 
     def out(key: str) -> str:
@@ -101,4 +99,11 @@ def host_facts_from(s: Mapping[str, Section]) -> HostFacts:
         nvidia_installed=out("nvidia_installed").strip() or None,
         char_majors=parse_proc_devices(out("proc_devices")),
         nvidia_devices=tuple(out("dev_nvidia").split()),
+        persistenced=(s["persistenced"].output.strip() if "persistenced" in s else ""),
     )
+
+
+host_facts: Fact[HostFacts] = Fact("host facts", lambda: sections_command(HOST_PROBES),
+                                   lambda result: host_facts_from(parse_sections(result.stdout)))
+"""Everything the host role needs, in one round trip (:data:`HOST_PROBES`)."""
+

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from gpuhost.connection.base import Connection
+from gpuhost.core.facts import fact
+from gpuhost.core.result import CommandResult
 
 _LIB_DIRS = ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib")
 
@@ -15,16 +16,18 @@ def parse_nvml_library_versions(listing: str) -> list[str]:
     return sorted(found, key=lambda v: [int(p) for p in v.split(".")], reverse=True)
 
 
-def userspace_version(conn: Connection) -> str | None:
+USERSPACE_LISTING = (f"for d in {' '.join(_LIB_DIRS)}; do ls -1 $d/libnvidia-ml.so.* 2>/dev/null; done; true")
+
+
+@fact("NVIDIA userspace version", USERSPACE_LISTING)
+def userspace_version(result: CommandResult) -> str | None:
     """The NVIDIA userspace (NVML library) version installed, whatever the kernel module says."""
-    dirs = " ".join(_LIB_DIRS)
-    listing = conn.run(f"for d in {dirs}; do ls -1 $d/libnvidia-ml.so.* 2>/dev/null; done; true").stdout
-    versions = parse_nvml_library_versions(listing)
+    versions = parse_nvml_library_versions(result.stdout)
     return versions[0] if versions else None
 
 
-def build_prerequisites(conn: Connection) -> list[str]:
+@fact("DKMS build prerequisites", 'command -v dkms >/dev/null || echo dkms; '
+      'test -e "/lib/modules/$(uname -r)/build" || echo "headers for $(uname -r)"')
+def build_prerequisites(result: CommandResult) -> list[str]:
     """What a ``--dkms`` build still lacks on this host (empty when ready)."""
-    out = conn.run('command -v dkms >/dev/null || echo dkms; '
-                   'test -e "/lib/modules/$(uname -r)/build" || echo "headers for $(uname -r)"', check=False)
-    return [line for line in out.stdout.splitlines() if line.strip()]
+    return [line for line in result.stdout.splitlines() if line.strip()]

@@ -5,7 +5,10 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterable
 
-from gpuhost.connection.base import Connection
+from gpuhost.core.facts import Fact, fact
+from gpuhost.core.result import CommandResult
+
+_FORMAT = "${Package}\\t${Version}\\t${db:Status-Abbrev}\\n"
 
 
 def parse_dpkg_query(text: str) -> dict[str, str]:
@@ -25,15 +28,17 @@ def parse_dpkg_query(text: str) -> dict[str, str]:
     return installed
 
 
-def installed_versions(conn: Connection, names: Iterable[str]) -> dict[str, str]:
+def _versions_cmd(names: Iterable[str]) -> str:
     names = list(names)
     if not names:
-        return {}
-    fmt = "${Package}\\t${Version}\\t${db:Status-Abbrev}\\n"
-    cmd = f"dpkg-query -W -f {shlex.quote(fmt)} " + " ".join(shlex.quote(n) for n in names) + " 2>/dev/null"
-    result = conn.run(cmd, ok_codes=(0, 1))
-    return parse_dpkg_query(result.stdout)
+        return "true"
+    return f"dpkg-query -W -f {shlex.quote(_FORMAT)} " + " ".join(shlex.quote(n) for n in names) + " 2>/dev/null"
 
 
-def held(conn: Connection) -> set[str]:
-    return set(conn.run("apt-mark showhold").stdout.split())
+installed_versions: Fact[dict[str, str]] = Fact(
+    "installed package versions", _versions_cmd, lambda r, _names: parse_dpkg_query(r.stdout))
+
+
+@fact("held packages", "apt-mark showhold")
+def held(result: CommandResult) -> set[str]:
+    return set(result.stdout.split())

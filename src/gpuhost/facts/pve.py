@@ -7,8 +7,10 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from gpuhost.connection.base import Connection
+from gpuhost.core.facts import Fact, fact
+from gpuhost.core.result import CommandResult
 from gpuhost.errors import FactError
+from gpuhost.facts import files
 from gpuhost.pve import config as pveconf
 
 
@@ -33,48 +35,62 @@ def parse_pveversion(text: str) -> PveVersion | None:
     return PveVersion(int(m.group(1)), int(m.group(2)), int(m.group(3) or 0))
 
 
-def pve_version(conn: Connection) -> PveVersion:
-    result = conn.run("pveversion", check=False)
+@fact("PVE version", "pveversion")
+def pve_version(result: CommandResult) -> PveVersion:
     version = parse_pveversion(result.stdout)
     if version is None:
-        raise FactError(f"{conn.name}: not a Proxmox VE node (pveversion: "
+        raise FactError("not a Proxmox VE node (pveversion: "
                         f"{(result.stdout or result.stderr).strip()[:120] or 'not found'})")
     return version
 
 
-def node_name(conn: Connection) -> str:
+@fact("PVE node name", "hostname")
+def node_name(result: CommandResult) -> str:
     """The node's name in PVE (its short host name), as API paths need it."""
-    return conn.run("hostname").stdout.strip().split(".")[0]
+    return result.stdout.strip().split(".")[0]
 
 
 def ct_config_path(ctid: int) -> str:
     return f"/etc/pve/lxc/{ctid}.conf"
 
 
-def ct_config(conn: Connection, ctid: int) -> pveconf.GuestConfig | None:
-    """The container's configuration file as PVE keeps it (raw ``lxc.*`` keys included)."""
-    text = conn.read_file(ct_config_path(ctid))
+def _ct_config(result: CommandResult, ctid: int) -> pveconf.GuestConfig | None:
+    text = files.content.parse(result, ct_config_path(ctid))
     return None if text is None else pveconf.parse(text, "lxc")
 
 
-def ct_status(conn: Connection, ctid: int) -> str | None:
-    """'running', 'stopped', … or ``None`` when the container does not exist."""
-    result = conn.run(f"pct status {ctid}", check=False)
+ct_config: Fact[pveconf.GuestConfig | None] = Fact(
+    "CT config", lambda ctid: files.content.command(ct_config_path(ctid)), _ct_config)
+"""The container's configuration file as PVE keeps it (raw ``lxc.*`` keys included)."""
+
+
+def _ct_status(result: CommandResult, ctid: int) -> str | None:
     m = re.search(r"^status:\s*(\S+)", result.stdout, re.M)
     if result.exit_code == 0 and m:
         return m.group(1)
     if "does not exist" in result.stderr or "does not exist" in result.stdout:
         return None
-    raise FactError(f"{conn.name}: pct status {ctid} failed (exit {result.exit_code}): {result.stderr.strip()}")
+    raise FactError(f"pct status {ctid} failed (exit {result.exit_code}): {result.stderr.strip()}")
 
 
-def vztemplates(conn: Connection, storage: str) -> list[str]:
-    """Container templates (volume ids) on ``storage`` of this node."""
-    cmd = (f"pvesh get /nodes/$(hostname)/storage/{shlex.quote(storage)}/content --content vztmpl "
-           "--output-format json")
-    result = conn.run(cmd)
+ct_status: Fact[str | None] = Fact("CT status", lambda ctid: f"pct status {int(ctid)}", _ct_status)
+"""'running', 'stopped', … or ``None`` when the container does not exist."""
+
+
+def _templates_cmd(storage: str) -> str:
+    return (f"pvesh get /nodes/$(hostname)/storage/{shlex.quote(storage)}/content --content vztmpl "
+            "--output-format json")
+
+
+def _templates(result: CommandResult, storage: str) -> list[str]:
+    if result.exit_code != 0:
+        raise FactError(f"cannot list templates on storage '{storage}': {result.stderr.strip()}")
     try:
         items = json.loads(result.stdout or "[]")
     except json.JSONDecodeError:
-        raise FactError(f"{conn.name}: unexpected output from {cmd}: {result.stdout[:200]}") from None
+        raise FactError(f"unexpected output listing templates: {result.stdout[:200]}") from None
     return sorted(i["volid"] for i in items if i.get("content", "vztmpl") == "vztmpl" and "volid" in i)
+
+
+vztemplates: Fact[list[str]] = Fact("container templates", _templates_cmd, _templates)
+"""Container templates (volume ids) on ``storage`` of this node."""

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpuhost.connection.base import Connection
+from gpuhost.core.facts import Fact
+from gpuhost.core.result import CommandResult
 from gpuhost.errors import FactError
-from gpuhost.facts.batch import run_sections
+from gpuhost.facts.batch import parse_sections, sections_command
 from gpuhost.facts.host import HOST_PROBES, host_facts_from
 
 #: Probes beyond the host role's own (HOST_PROBES), batched into the same round trip.
@@ -27,8 +28,8 @@ def parse_os_release(text: str) -> dict[str, str]:
     return out
 
 
-def gather(conn: Connection) -> dict[str, Any]:
-    s = run_sections(conn, {**HOST_PROBES, **_EXTRA_PROBES})
+def _summary(result: CommandResult) -> dict[str, Any]:
+    s = parse_sections(result.stdout)
 
     def text(key: str) -> str:
         return s[key].output.strip() if key in s and s[key].ok else ""
@@ -61,3 +62,8 @@ def gather(conn: Connection) -> dict[str, Any]:
         "nvidia_module_installed": f.nvidia_installed,
         "nvidia_uvm": "/dev/nvidia-uvm" in f.nvidia_devices,
     }
+
+
+summary: Fact[dict[str, Any]] = Fact("summary", lambda: sections_command({**HOST_PROBES, **_EXTRA_PROBES}),
+                                     _summary)
+"""Everything ``gpuhost facts`` prints."""

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from gpuhost.connection.base import Connection
+from gpuhost.core.facts import fact
+from gpuhost.core.result import CommandResult
 
 
-def boot_id(conn: Connection) -> str:
+@fact("boot id", "cat /proc/sys/kernel/random/boot_id")
+def boot_id(result: CommandResult) -> str:
     """Changes at every boot."""
-    return conn.run("cat /proc/sys/kernel/random/boot_id").stdout.strip()
+    return result.stdout.strip()
 
 
-def proc_cmdline(conn: Connection) -> list[str]:
+@fact("booted command line", "cat /proc/cmdline")
+def proc_cmdline(result: CommandResult) -> list[str]:
     """The tokens of the command line the running kernel booted with."""
-    return conn.run("cat /proc/cmdline").stdout.split()
+    return result.stdout.split()

@@ -5,7 +5,8 @@ from __future__ import annotations
 import shlex
 from dataclasses import dataclass
 
-from gpuhost.connection.base import Connection
+from gpuhost.core.facts import Fact, fact
+from gpuhost.core.result import CommandResult
 
 
 @dataclass(frozen=True)
@@ -14,9 +15,12 @@ class UnitState:
     active: str    # 'active', 'inactive', 'failed', … or 'unknown' when systemd is not running
 
 
-def unit_state(conn: Connection, unit: str) -> UnitState:
+def _unit_cmd(unit: str) -> str:
     u = shlex.quote(unit)
-    result = conn.run(f"systemctl is-enabled {u} 2>&1; echo '|'; systemctl is-active {u} 2>/dev/null; true")
+    return f"systemctl is-enabled {u} 2>&1; echo '|'; systemctl is-active {u} 2>/dev/null; true"
+
+
+def _unit_state(result: CommandResult, _unit: str) -> UnitState:
     enabled_part, _, active_part = result.stdout.partition("|")
     enabled = enabled_part.strip().splitlines()[-1] if enabled_part.strip() else "unknown"
     if "No such file" in enabled_part or "not-found" in enabled_part:
@@ -25,5 +29,9 @@ def unit_state(conn: Connection, unit: str) -> UnitState:
     return UnitState(enabled=enabled, active=active)
 
 
-def systemd_running(conn: Connection) -> bool:
-    return conn.run("test -d /run/systemd/system", ok_codes=(0, 1)).exit_code == 0
+unit_state: Fact[UnitState] = Fact("unit state", _unit_cmd, _unit_state)
+
+
+@fact("systemd running", "test -d /run/systemd/system")
+def systemd_running(result: CommandResult) -> bool:
+    return result.exit_code == 0

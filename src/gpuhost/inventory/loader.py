@@ -23,6 +23,8 @@ class Inventory:
     nodes: dict[str, NodeSpec]
     groups: dict[str, GroupSpec]
     vars: dict[str, Any] = field(default_factory=dict)
+    #: the parsed document, for line numbers of values (see :meth:`origin`)
+    document: Any = field(default=None, compare=False, repr=False)
 
     def select(self, pattern: str) -> list[str]:
         """Node names matched by ``pattern``: ``all``, a group, a node, or a comma list of these.
@@ -53,6 +55,17 @@ class Inventory:
                 merged.update(group.vars)
         merged.update(spec.vars)
         return merged
+
+
+    def var_sources(self, node: str) -> list[tuple[dict[str, Any], list[str | int]]]:
+        """The node's variable layers, lowest precedence first, each with its path in the document."""
+        spec = self.nodes[node]
+        layers: list[tuple[dict[str, Any], list[str | int]]] = [(dict(self.vars), ["vars"])]
+        for gname, group in self.groups.items():
+            if gname in spec.groups:
+                layers.append((dict(group.vars), ["groups", gname, "vars"]))
+        layers.append((dict(spec.vars), ["nodes", node, "vars"]))
+        return layers
 
 
 def _resolve_paths(raw: dict[str, Any], base: Path) -> None:
@@ -89,7 +102,7 @@ def load_inventory(path: str | Path) -> Inventory:
                                      field=f"groups.{gname}.nodes")
     nodes = {name: spec.model_copy(update={"name": name, "groups": _groups_of(name, doc.groups.items())})
              for name, spec in doc.nodes.items()}
-    return Inventory(path=path, nodes=nodes, groups=dict(doc.groups), vars=dict(doc.vars))
+    return Inventory(path=path, nodes=nodes, groups=dict(doc.groups), vars=dict(doc.vars), document=data)
 
 
 def _groups_of(node: str, groups: Iterable[tuple[str, GroupSpec]]) -> tuple[str, ...]:

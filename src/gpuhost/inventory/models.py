@@ -7,9 +7,10 @@ an environment variable (``*_env``) or a file (``*_file``) that holds them.
 from __future__ import annotations
 
 import ipaddress
-from typing import Any, Literal
+import re
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
 _INLINE_SECRETS = {"password": "password_env or password_file",
                    "token_secret": "token_secret_env or token_secret_file",
@@ -29,11 +30,9 @@ class _Model(BaseModel):
         return data
 
 
-class SecretRef(_Model):
-    """Where a secret lives: an environment variable or a file (0600)."""
-
-    env: str | None = None
-    file: str | None = None
+#: The name of an environment variable. A value that is not a name (a secret pasted into the field) is
+#: refused without being echoed.
+EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")]
 
 
 class SSHConfig(_Model):
@@ -42,7 +41,7 @@ class SSHConfig(_Model):
     key_file: str | None = None
     known_hosts_file: str = "~/.ssh/known_hosts"
     host_key_policy: Literal["strict", "accept-new"] = "strict"
-    password_env: str | None = None
+    password_env: EnvName | None = None
     password_file: str | None = None
     connect_timeout: float = Field(10.0, gt=0)
 
@@ -50,7 +49,7 @@ class SSHConfig(_Model):
 class APIConfig(_Model):
     url: str
     token_id: str | None = None
-    token_secret_env: str | None = None
+    token_secret_env: EnvName | None = None
     token_secret_file: str | None = None
     ca_file: str | None = None
     verify_tls: bool = True
@@ -73,29 +72,74 @@ class APIConfig(_Model):
         return self
 
 
-class ContainerSpec(_Model):
-    """An LXC guest on a node."""
+#: A PVE storage id (``local``, ``local-lvm``, ``tank_ssd``): PVE's ``pve-storage-id`` format.
+StorageId = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9\-_.]*[a-z0-9]$")]
 
-    hostname: str | None = None
-    gpus: Literal["all"] | list[int] = "all"
-    template: str | None = None
-    cores: int = Field(8, ge=1)
+_HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+                       r"(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
+_VOLID = re.compile(r"^[a-z][a-z0-9\-_.]*[a-z0-9]:vztmpl/[A-Za-z0-9][A-Za-z0-9_.+-]*\.tar\.(gz|xz|zst)$")
+_ROOTFS = re.compile(r"^[a-z][a-z0-9\-_.]*[a-z0-9]:(\d+(\.\d+)?|[A-Za-z0-9][A-Za-z0-9_./-]*)"
+                     r"(,[a-z_]+=[A-Za-z0-9_.:/+-]+)*$")
+_NET_KEYS = {"name", "bridge", "hwaddr", "ip", "ip6", "gw", "gw6", "firewall", "tag", "trunks", "mtu", "rate",
+             "type", "link_down"}
+_SAFE_VALUE = re.compile(r"^[A-Za-z0-9_.:/;+-]+$")
+
+
+class ContainerSpec(_Model):
+    """An LXC guest on a node. Values PVE would refuse are refused here, before any host is touched."""
+
+    hostname: str | None = Field(None, description="DNS name of the container (RFC 1123); default gpuCTID")
+    gpus: Literal["all"] | list[int] = Field("all", description="the node's GPU indices to pass through, or all")
+    template: str | None = Field(None, description="volid of the OS template (STORAGE:vztmpl/FILE.tar.zst); "
+                                                   "default: the newest Debian 12 template on lxc_storage")
+    cores: int = Field(8, ge=1, le=8192)
     memory: int = Field(65536, ge=64, description="MiB")
-    swap: int = Field(0, ge=0)
-    rootfs: str = "local-lvm:64"
-    net0: str | None = None
+    swap: int = Field(0, ge=0, description="MiB")
+    rootfs: str = Field("local-lvm:64", description="STORAGE:SIZE_GiB or an existing volume, PVE's rootfs syntax")
+    net0: str | None = Field(None, description="PVE net0 property string, e.g. name=eth0,bridge=vmbr0,ip=dhcp")
     unprivileged: bool = False
-    features: str | None = None
+    features: str | None = Field(None, description="PVE features string, e.g. nesting=1")
     onboot: bool = True
 
+    @field_validator("hostname")
+    @classmethod
+    def _hostname(cls, v: str | None) -> str | None:
+        if v is not None and not _HOSTNAME.match(v):
+            raise ValueError("invalid format - value does not look like a valid DNS name (RFC 1123)")
+        return v
 
-class VMSpec(_Model):
-    """A KVM guest on a node."""
+    @field_validator("template")
+    @classmethod
+    def _template(cls, v: str | None) -> str | None:
+        if v is not None and (".." in v or not _VOLID.match(v)):
+            raise ValueError("not a template volume id such as local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst")
+        return v
 
-    name: str | None = None
-    gpus: Literal["all"] | list[int] = "all"
-    cores: int = Field(8, ge=1)
-    memory: int = Field(65536, ge=64)
+    @field_validator("rootfs")
+    @classmethod
+    def _rootfs(cls, v: str) -> str:
+        if ".." in v or not _ROOTFS.match(v):
+            raise ValueError("not PVE rootfs syntax (STORAGE:SIZE or STORAGE:VOLUME[,option=value…])")
+        return v
+
+    @field_validator("net0")
+    @classmethod
+    def _net0(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        for part in v.split(","):
+            key, sep, value = part.partition("=")
+            if not sep or key not in _NET_KEYS or not _SAFE_VALUE.match(value):
+                raise ValueError(f"'{part}' is not a net0 property (key=value with keys "
+                                 f"{', '.join(sorted(_NET_KEYS))})")
+        return v
+
+    @field_validator("features")
+    @classmethod
+    def _features(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"[a-z_]+=[A-Za-z0-9;]+(,[a-z_]+=[A-Za-z0-9;]+)*", v):
+            raise ValueError("not a PVE features string such as nesting=1,keyctl=1")
+        return v
 
 
 class NodeSpec(_Model):
@@ -110,7 +154,10 @@ class NodeSpec(_Model):
     vars: dict[str, Any] = Field(default_factory=dict)
     groups: tuple[str, ...] = ()
     containers: dict[int, ContainerSpec] = Field(default_factory=dict)
-    vms: dict[int, VMSpec] = Field(default_factory=dict)
+    #: the operator's standing consent for this node (the command-line flags give it per run);
+    #: never taken from playbook, role or -e variables
+    allow_reboot: bool = Field(False, description="gpuhost may reboot this node without --allow-reboot")
+    allow_restart: bool = Field(False, description="gpuhost may restart this node's guests without --allow-restart")
 
     @field_validator("address")
     @classmethod
@@ -131,7 +178,7 @@ class NodeSpec(_Model):
             raise ValueError("connection: api needs an 'api' section (url, token_id, token_secret_env/_file)")
         return self
 
-    @field_validator("containers", "vms")
+    @field_validator("containers")
     @classmethod
     def _guest_ids(cls, v: dict[int, Any]) -> dict[int, Any]:
         for gid in v:

@@ -9,12 +9,12 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import field_validator
 
 from gpuhost.facts import packages
-from gpuhost.operations.actions import RunCommand
-from gpuhost.operations.base import Args, Operation, Plan, nothing
-from gpuhost.operations.registry import register
+from gpuhost.core.actions import RunCommand
+from gpuhost.core.operation import Args, Operation
+from gpuhost.core.plan import Plan, nothing
 
 if TYPE_CHECKING:
-    from gpuhost.runner.context import HostContext
+    from gpuhost.core.context import HostContext
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")
 _APT_ENV = "DEBIAN_FRONTEND=noninteractive"
@@ -49,11 +49,9 @@ class AptArgs(Args):
         return v
 
 
-@register
-class Apt(Operation):
+class Apt(Operation[AptArgs]):
     kind = "apt"
     Args = AptArgs
-    args: AptArgs
 
     def plan(self, host: HostContext) -> Plan:
         a = self.args

@@ -18,12 +18,12 @@ from gpuhost.facts.cmdline import (
     render_kernel_cmdline_file,
 )
 from gpuhost.facts.host import host_facts
-from gpuhost.operations.actions import RunCommand
-from gpuhost.operations.base import Args, Operation, Plan, file_plan
-from gpuhost.operations.registry import register
+from gpuhost.core.actions import RunCommand
+from gpuhost.core.operation import Args, Operation
+from gpuhost.core.plan import Plan, file_plan
 
 if TYPE_CHECKING:
-    from gpuhost.runner.context import HostContext
+    from gpuhost.core.context import HostContext
 
 #: Tokens gpuhost never leaves on a command line: the kernel ignores them with a warning and
 #: the user believes the IOMMU is in passthrough mode when it is not.
@@ -45,14 +45,12 @@ class KernelCmdlineArgs(Args):
         return v
 
 
-@register
-class KernelCmdline(Operation):
+class KernelCmdline(Operation[KernelCmdlineArgs]):
     """Tokens on the kernel command line, in ``/etc/default/grub`` or ``/etc/kernel/cmdline``
     according to the boot loader the host really uses (see :mod:`gpuhost.facts.boot`)."""
 
     kind = "kernel_cmdline"
     Args = KernelCmdlineArgs
-    args: KernelCmdlineArgs
 
     def plan(self, host: HostContext) -> Plan:
         a = self.args
@@ -104,8 +102,7 @@ class BootRefreshArgs(Args):
     pass
 
 
-@register
-class BootRefresh(Operation):
+class BootRefresh(Operation[BootRefreshArgs]):
     """Regenerate the boot loader's configuration: ``update-grub`` or ``proxmox-boot-tool refresh``."""
 
     kind = "boot_refresh"

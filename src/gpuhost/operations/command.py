@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gpuhost.facts import files as file_facts
-from gpuhost.operations.actions import RunCommand
-from gpuhost.operations.base import Args, Operation, Plan, nothing
-from gpuhost.operations.registry import register
+from gpuhost.core.actions import RunCommand
+from gpuhost.core.operation import Args, Operation
+from gpuhost.core.plan import Plan, nothing
 
 if TYPE_CHECKING:
-    from gpuhost.runner.context import HostContext
+    from gpuhost.core.context import HostContext
 
 
 class CommandArgs(Args):
@@ -22,13 +22,11 @@ class CommandArgs(Args):
     timeout: float | None = None
 
 
-@register
-class Command(Operation):
+class Command(Operation[CommandArgs]):
     """Without a guard it always runs and reports ``changed``, as in Ansible."""
 
     kind = "command"
     Args = CommandArgs
-    args: CommandArgs
 
     def plan(self, host: HostContext) -> Plan:
         a = self.args

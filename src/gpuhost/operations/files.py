@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import field_validator
 
 from gpuhost.facts import files as file_facts
-from gpuhost.operations.actions import WriteFile
-from gpuhost.operations.base import Args, Operation, Plan, file_plan
-from gpuhost.operations.registry import register
+from gpuhost.core.actions import WriteFile
+from gpuhost.core.operation import Args, Operation
+from gpuhost.core.plan import Plan, file_plan
 
 if TYPE_CHECKING:
-    from gpuhost.runner.context import HostContext
+    from gpuhost.core.context import HostContext
 
 
 def parse_mode(value: str | int | None) -> int | None:
@@ -63,13 +63,11 @@ class CopyArgs(_FileArgs):
     content: str
 
 
-@register
-class Copy(Operation):
+class Copy(Operation[CopyArgs]):
     """A file with exactly the given content."""
 
     kind = "copy"
     Args = CopyArgs
-    args: CopyArgs
 
     def plan(self, host: HostContext) -> Plan:
         a = self.args
@@ -80,20 +78,19 @@ class Copy(Operation):
 
 class TemplateArgs(_FileArgs):
     src: str
+    vars: dict[str, Any] = {}  # template variables beyond the host's (set by roles)
 
 
-@register
-class Template(Operation):
+class Template(Operation[TemplateArgs]):
     """A file rendered from a Jinja2 template with the host's variables."""
 
     kind = "template"
     Args = TemplateArgs
-    args: TemplateArgs
 
     def plan(self, host: HostContext) -> Plan:
         a = self.args
         mode = parse_mode(a.mode)
-        wanted = host.render_template(a.src)
+        wanted = host.render_template(a.src, a.vars)
         before = host.fact(file_facts.content, a.dest)
         plan = file_plan(a.dest, before, wanted, mode, reason_same=f"{a.dest} matches {a.src}")
         return _with_mode(host, a.dest, plan, mode)

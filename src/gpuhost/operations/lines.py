@@ -9,11 +9,11 @@ from pydantic import field_validator
 
 from gpuhost.errors import OperationFailed
 from gpuhost.facts import files as file_facts
-from gpuhost.operations.base import Args, Operation, Plan, file_plan, nothing
-from gpuhost.operations.registry import register
+from gpuhost.core.operation import Args, Operation
+from gpuhost.core.plan import Plan, file_plan, nothing
 
 if TYPE_CHECKING:
-    from gpuhost.runner.context import HostContext
+    from gpuhost.core.context import HostContext
 
 
 class LineArgs(Args):
@@ -64,11 +64,9 @@ def edit_lines(text: str, line: str | None, regexp: str | None, state: str) -> s
     return "\n".join(kept) + "\n" if kept else ""
 
 
-@register
-class Line(Operation):
+class Line(Operation[LineArgs]):
     kind = "line"
     Args = LineArgs
-    args: LineArgs
 
     def plan(self, host: HostContext) -> Plan:
         a = self.args

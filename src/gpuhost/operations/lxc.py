@@ -9,17 +9,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from pydantic import ConfigDict
+
 from gpuhost.errors import OperationFailed
 from gpuhost.facts.host import host_facts
 from gpuhost.facts.pve import ct_config, ct_config_path, ct_status, node_name, pve_version, vztemplates
-from gpuhost.operations.actions import InContainer, PveCall, WriteFile
-from gpuhost.operations.base import Args, Operation, Plan, SkipTask, nothing, unified_diff
-from gpuhost.operations.registry import get as get_operation
-from gpuhost.operations.registry import register
+from gpuhost.core.actions import InGuest, PveCall, RestartGuest, RunCommand, WriteFile
+from gpuhost.core.guest import Guest
+from gpuhost.core.operation import Args, Operation, OperationLookup, SkipTask
+from gpuhost.core.plan import Plan, nothing, unified_diff
 from gpuhost.pve import config as pveconf
 
 if TYPE_CHECKING:
-    from gpuhost.runner.context import HostContext
+    from gpuhost.core.context import HostContext
 
 BACKUP_DIR = "/var/backups/gpuhost"
 
@@ -46,13 +48,11 @@ def pick_template(volids: list[str]) -> str | None:
     return sorted(pool)[-1] if pool else None
 
 
-@register
-class LxcContainer(Operation):
+class LxcContainer(Operation[ContainerArgs]):
     """The container exists with these resources (created from a template when absent)."""
 
     kind = "lxc_container"
     Args = ContainerArgs
-    args: ContainerArgs
 
     def wanted(self) -> dict[str, str]:
         a = self.args
@@ -121,14 +121,12 @@ def legacy_lines(devices: list[str], majors: dict[str, int]) -> list[tuple[str, 
     return lines
 
 
-@register
-class LxcDevices(Operation):
+class LxcDevices(Operation[DevicesArgs]):
     """GPU device nodes passed into the container (``devN``, PVE ≥ 8.1; raw ``lxc.*`` before),
     and ``lxc.prlimit.memlock: unlimited`` for pinned memory. Notifies a restart when running."""
 
     kind = "lxc_devices"
     Args = DevicesArgs
-    args: DevicesArgs
 
     def plan(self, host: HostContext) -> Plan:
         a = self.args
@@ -189,11 +187,9 @@ class RunningArgs(Args):
     ctid: int
 
 
-@register
-class LxcRunning(Operation):
+class LxcRunning(Operation[RunningArgs]):
     kind = "lxc_running"
     Args = RunningArgs
-    args: RunningArgs
 
     def plan(self, host: HostContext) -> Plan:
         status = host.fact(ct_status, self.args.ctid)
@@ -205,53 +201,66 @@ class LxcRunning(Operation):
         return Plan(reason=f"start CT {self.args.ctid} ({status or 'after creating it'})", actions=[start])
 
 
-@register
-class LxcRestart(Operation):
-    """Handler: restart a running container so configuration changes apply; only when allowed."""
+class LxcRestart(Operation[RunningArgs]):
+    """Handler: restart a running container so configuration changes apply. The runner carries the
+    restart out only with the operator's consent (``--allow-restart``); otherwise it records the need."""
 
     kind = "lxc_restart"
     Args = RunningArgs
-    args: RunningArgs
 
     def plan(self, host: HostContext) -> Plan:
         ctid = self.args.ctid
         status = host.fact(ct_status, ctid)
         if status != "running":
             return nothing(f"CT {ctid} is {status or 'absent'}: changes apply at its next start")
-        if not host.allow_restart:
-            host.restart_required.add(ctid)
-            raise SkipTask(f"CT {ctid} must restart for its new devices to apply; rerun with --allow-restart")
-        return Plan(reason=f"restart CT {ctid}",
-                    actions=[PveCall("post", f"nodes/{host.fact(node_name)}/lxc/{ctid}/status/reboot")])
+        call = PveCall("post", f"nodes/{host.fact(node_name)}/lxc/{ctid}/status/reboot")
+        return Plan(reason=f"restart CT {ctid}", actions=[RestartGuest(Guest.ct(ctid), call)])
 
 
 class InContainerArgs(Args):
+    """In a playbook: ``{ctid: 200, operation: copy, params: {...}}``; roles pass the operation object."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
+
     ctid: int
-    operation: str
-    params: dict[str, Any] = {}
+    operation: Operation[Any]
 
 
-@register
-class InCt(Operation):
+class InCt(Operation[InContainerArgs]):
     """Any operation, planned and applied inside container ``ctid``."""
 
     kind = "in_container"
     Args = InContainerArgs
-    args: InContainerArgs
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any], lookup: OperationLookup | None = None) -> Operation[Any]:
+        if lookup is None or not isinstance(raw, dict):
+            return cls(InContainerArgs.model_validate(raw))
+        raw = dict(raw)
+        kind, params = raw.pop("operation", None), raw.pop("params", {})
+        inner_cls = lookup(kind) if isinstance(kind, str) else None
+        if inner_cls is None:
+            raise ValueError(f"in_container: unknown operation {kind!r}")
+        inner = inner_cls.from_dict(params or {}, lookup)
+        return cls(InContainerArgs.model_validate({**raw, "operation": inner}))
+
+    def describe(self) -> str:
+        return f"in_container({self.args.operation.kind})"
 
     def plan(self, host: HostContext) -> Plan:
         a = self.args
-        cls = get_operation(a.operation)
-        if cls is None:
-            raise OperationFailed(f"in_container: unknown operation '{a.operation}'")
-        inner = cls.from_dict(a.params)
+        inner = a.operation
         status = host.fact(ct_status, a.ctid)
         if status != "running":
             if host.check:
                 raise SkipTask(f"CT {a.ctid} is {status or 'not created yet'}: would {inner.describe()} inside")
-            raise OperationFailed(f"CT {a.ctid} is {status or 'absent'}: cannot {a.operation} inside it")
-        plan = inner.plan(host.guest(a.ctid))
-        return Plan(reason=f"CT {a.ctid}: {plan.reason}",
-                    actions=[InContainer(a.ctid, act) for act in plan.actions],  # type: ignore[arg-type]
-                    diff=plan.diff)
-
+            raise OperationFailed(f"CT {a.ctid} is {status or 'absent'}: cannot {inner.kind} inside it")
+        ct = Guest.ct(a.ctid)
+        plan = inner.plan(host.guest(ct))
+        inside = []
+        for act in plan.actions:
+            if not isinstance(act, (WriteFile, RunCommand)):
+                raise OperationFailed(f"in_container: {inner.kind} asks for {act.describe()}, which cannot run "
+                                      "inside a container")
+            inside.append(InGuest(ct, act))
+        return Plan(reason=f"CT {a.ctid}: {plan.reason}", actions=list(inside), diff=plan.diff)

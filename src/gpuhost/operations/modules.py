@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import field_validator
 
 from gpuhost.facts import files as file_facts
-from gpuhost.operations.base import Args, Operation, Plan, file_plan
-from gpuhost.operations.registry import register
+from gpuhost.core.operation import Args, Operation
+from gpuhost.core.plan import Plan, file_plan
 
 if TYPE_CHECKING:
-    from gpuhost.runner.context import HostContext
+    from gpuhost.core.context import HostContext
 
 _MODULE = re.compile(r"^[A-Za-z0-9_-]+$")
 
@@ -59,11 +59,9 @@ class ModuleListArgs(Args):
         return v
 
 
-@register
-class ModuleList(Operation):
+class ModuleList(Operation[ModuleListArgs]):
     kind = "module_list"
     Args = ModuleListArgs
-    args: ModuleListArgs
 
     def plan(self, host: HostContext) -> Plan:
         a = self.args

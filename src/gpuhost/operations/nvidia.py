@@ -11,28 +11,29 @@ import re
 import shlex
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from gpuhost.errors import OperationFailed
 from gpuhost.facts.host import host_facts
 from gpuhost.facts.nvidia import build_prerequisites, userspace_version
-from gpuhost.operations.actions import RunCommand
-from gpuhost.operations.base import Args, Operation, Plan, nothing
-from gpuhost.operations.registry import register
+from gpuhost.core.actions import RunCommand
+from gpuhost.core.operation import Args, Operation
+from gpuhost.core.plan import Plan, nothing
 
 if TYPE_CHECKING:
-    from gpuhost.runner.context import HostContext
+    from gpuhost.core.context import HostContext
 
 CACHE_DIR = "/var/cache/gpuhost"
 CHECKSUM_MISMATCH = 65
 
 
-class NvidiaDriverArgs(Args):
-    version: str
-    url: str
-    sha256: str
-    kernel_open: bool = True
-    target: Literal["host", "container"] = "host"
+class DriverPin(Args):
+    """NVIDIA's ``.run`` installer at an exact version (the inventory's ``nvidia_driver``)."""
+
+    version: str = Field(description="driver version, e.g. 580.95.05; the host module and every container match it")
+    url: str = Field(description="https://, http:// or file:// URL of NVIDIA-Linux-x86_64-VERSION.run")
+    sha256: str = Field(description="SHA-256 of the installer; a download that differs is refused")
+    kernel_open: bool = Field(True, description="build the open kernel modules (Blackwell needs them)")
 
     @field_validator("version")
     @classmethod
@@ -56,11 +57,15 @@ class NvidiaDriverArgs(Args):
         return v
 
 
+class NvidiaDriverArgs(DriverPin):
+    target: Literal["host", "container"] = Field("host", description="host: DKMS module; container: userspace only")
+
+
 def installer_path(version: str) -> str:
     return f"{CACHE_DIR}/NVIDIA-Linux-x86_64-{version}.run"
 
 
-def download_command(a: NvidiaDriverArgs) -> str:
+def download_command(a: DriverPin) -> str:
     f = shlex.quote(installer_path(a.version))
     url = shlex.quote(a.url)
     return (f"set -e; mkdir -p {CACHE_DIR}; f={f}; "
@@ -83,11 +88,9 @@ def install_command(a: NvidiaDriverArgs) -> str:
     return f"sh {shlex.quote(installer_path(a.version))} {' '.join(opts)}"
 
 
-@register
-class NvidiaDriver(Operation):
+class NvidiaDriver(Operation[NvidiaDriverArgs]):
     kind = "nvidia_driver"
     Args = NvidiaDriverArgs
-    args: NvidiaDriverArgs
 
     def plan(self, host: HostContext) -> Plan:
         a = self.args

@@ -1,15 +1,20 @@
-"""``reboot``: reboot and wait for the host to come back; only with the user's consent."""
+"""``reboot`` and ``reboot_if_needed``: reboot and wait for the host to come back; only with the operator's
+consent (the runner decides that, never the operation)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gpuhost.operations.actions import Reboot as RebootAction
-from gpuhost.operations.base import Args, Operation, Plan
-from gpuhost.operations.registry import register
+from gpuhost.core.actions import RebootHost
+from gpuhost.core.operation import Args, Operation
+from gpuhost.checks.host import diagnose_cmdline
+from gpuhost.core.plan import Plan, nothing
+from gpuhost.errors import OperationFailed
+from gpuhost.facts.cmdline import missing_tokens
+from gpuhost.facts.host import host_facts
 
 if TYPE_CHECKING:
-    from gpuhost.runner.context import HostContext
+    from gpuhost.core.context import HostContext
 
 
 class RebootArgs(Args):
@@ -17,14 +22,39 @@ class RebootArgs(Args):
     timeout: float = 900.0
 
 
-@register
-class Reboot(Operation):
+class Reboot(Operation[RebootArgs]):
     """Always reboots when it runs: use it as a handler so it runs only after a change."""
 
     kind = "reboot"
     Args = RebootArgs
-    args: RebootArgs
 
     def plan(self, host: HostContext) -> Plan:
         return Plan(reason=f"reboot: {self.args.reason}",
-                    actions=[RebootAction(self.args.reason, self.args.timeout)])
+                    actions=[RebootHost(self.args.reason, self.args.timeout)])
+
+
+class RebootIfNeededArgs(Args):
+    cmdline: list[str] = []
+    nvidia_driver: str | None = None
+
+
+class RebootIfNeeded(Operation[RebootIfNeededArgs]):
+    """Reboot when the booted command line or the loaded NVIDIA module lags what is installed."""
+
+    kind = "reboot_if_needed"
+    Args = RebootIfNeededArgs
+
+    def plan(self, host: HostContext) -> Plan:
+        facts = host.fact(host_facts)
+        reasons = []
+        missing = missing_tokens(facts.booted_tokens, self.args.cmdline)
+        if missing:
+            if not host.check and missing_tokens(facts.configured_tokens or (), missing):
+                raise OperationFailed("a reboot would not help: " + diagnose_cmdline(facts, missing))
+            reasons.append(f"booted without {' '.join(missing)}")
+        want = self.args.nvidia_driver
+        if want and facts.nvidia is not None and facts.nvidia.version != want and facts.nvidia_installed == want:
+            reasons.append(f"NVIDIA module {facts.nvidia.version} loaded, {want} installed")
+        if not reasons:
+            return nothing("the running kernel matches its configuration")
+        return Plan(reason="; ".join(reasons), actions=[RebootHost("; ".join(reasons))])

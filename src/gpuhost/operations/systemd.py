@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING, Literal
 
 from gpuhost.errors import OperationFailed
 from gpuhost.facts import systemd as unit_facts
-from gpuhost.operations.actions import RunCommand
-from gpuhost.operations.base import Args, Operation, Plan, nothing
-from gpuhost.operations.registry import register
+from gpuhost.core.actions import RunCommand
+from gpuhost.core.operation import Args, Operation
+from gpuhost.core.plan import Plan, nothing
 
 if TYPE_CHECKING:
-    from gpuhost.runner.context import HostContext
+    from gpuhost.core.context import HostContext
 
 
 class SystemdArgs(Args):
@@ -22,11 +22,9 @@ class SystemdArgs(Args):
     daemon_reload: bool = False
 
 
-@register
-class Systemd(Operation):
+class Systemd(Operation[SystemdArgs]):
     kind = "systemd"
     Args = SystemdArgs
-    args: SystemdArgs
 
     def plan(self, host: HostContext) -> Plan:
         a = self.args

@@ -14,6 +14,9 @@
       handlers:
         - name: update initramfs
           command: {cmd: update-initramfs -u -k all}
+
+This module checks the document's shape; :mod:`gpuhost.runner.prepare` then checks it against the
+inventory (hosts, variables, templates, secrets) — all before any host is contacted.
 """
 
 from __future__ import annotations
@@ -21,128 +24,130 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from gpuhost import yamlfile
 from gpuhost.errors import PlaybookError
-from gpuhost.operations import registry
-from gpuhost.playbook.models import Play, Playbook, RoleRef
-from gpuhost.playbook.task import FLUSH_HANDLERS, Task, validation_message
-from gpuhost.roles import get_role, role_names
+from gpuhost.operations import table as operations
+from gpuhost.playbook.models import Play, Playbook, RoleRef, TaskSpec
+from gpuhost.playbook.variables import Layer, Origin
+from gpuhost.roles.table import get_role, role_names
 
 _PLAY_KEYS = {"name", "hosts", "vars", "roles", "tasks", "handlers"}
 _TASK_KEYS = {"name", "tags", "notify"}
 
 
-def _str_list(value: Any, what: str, err: Any) -> tuple[str, ...]:
+class _Doc:
+    """The document and helpers that turn a location into a :class:`PlaybookError`."""
+
+    def __init__(self, path: Path, data: Any) -> None:
+        self.path, self.data = path, data
+
+    def origin(self, loc: list[str | int]) -> Origin:
+        return Origin(str(self.path), self.data, tuple(loc))
+
+    def error(self, msg: str, loc: list[str | int], field: str | None = None) -> PlaybookError:
+        return PlaybookError(msg, file=str(self.path), line=yamlfile.line_of(self.data, loc), field=field)
+
+
+def _str_list(doc: _Doc, value: Any, what: str, loc: list[str | int]) -> tuple[str, ...]:
     if value is None:
         return ()
     if isinstance(value, str):
         return (value,)
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(value)
-    raise err(f"{what} must be a string or a list of strings")
+    raise doc.error(f"{what} must be a string or a list of strings", loc, field=what)
 
 
-def _task(raw: Any, path: Path, data: Any, loc: list[str | int]) -> Task:
-    def err(msg: str, field: str | None = None, at: list[str | int] | None = None) -> PlaybookError:
-        return PlaybookError(msg, file=str(path), line=yamlfile.line_of(data, at or loc), field=field)
-
+def _task(doc: _Doc, raw: Any, loc: list[str | int]) -> TaskSpec:
     if not isinstance(raw, dict):
-        raise err("a task must be a mapping")
+        raise doc.error("a task must be a mapping", loc)
     if "meta" in raw:
         if raw["meta"] != "flush_handlers" or set(raw) - {"meta", "name"}:
-            raise err("the only meta task is '- meta: flush_handlers'", field="meta", at=[*loc, "meta"])
-        return FLUSH_HANDLERS
+            raise doc.error("the only meta task is '- meta: flush_handlers'", [*loc, "meta"], field="meta")
+        return TaskSpec(name="flush handlers", kind="meta", args={}, origin=doc.origin(loc))
     ops = [k for k in raw if k not in _TASK_KEYS]
     if len(ops) != 1:
-        found = ", ".join(ops) if ops else "none"
-        raise err(f"a task needs exactly one operation (found: {found}); known operations: "
-                  + ", ".join(registry.kinds()))
+        found = ", ".join(map(str, ops)) if ops else "none"
+        raise doc.error(f"a task needs exactly one operation (found: {found}); known operations: "
+                        + ", ".join(operations.kinds()), loc)
     kind = ops[0]
-    if registry.get(kind) is None:
-        raise err(f"unknown operation '{kind}'; known: {', '.join(registry.kinds())}", field=kind,
-                  at=[*loc, kind])
+    if not isinstance(kind, str) or operations.get(kind) is None:
+        raise doc.error(f"unknown operation '{kind}'; known: {', '.join(operations.kinds())}", [*loc, kind],
+                        field=str(kind))
     args = raw[kind]
     if isinstance(args, str) and kind == "command":
         args = {"cmd": args}
     if not isinstance(args, dict):
-        raise err(f"arguments of '{kind}' must be a mapping", field=kind, at=[*loc, kind])
+        raise doc.error(f"arguments of '{kind}' must be a mapping", [*loc, kind], field=kind)
     name = raw.get("name") or kind
-    task = Task(name=str(name), kind=kind, args=dict(args),
-                tags=_str_list(raw.get("tags"), "tags", lambda m: err(m, "tags")),
-                notify=_str_list(raw.get("notify"), "notify", lambda m: err(m, "notify")),
-                source=f"{path.name}:{yamlfile.line_of(data, loc)}")
-    try:
-        task.validate_static()
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        field = ".".join(str(p) for p in (kind, *first["loc"]))
-        raise PlaybookError(validation_message(exc).split(": ", 1)[-1], file=str(path),
-                            line=yamlfile.line_of(data, [*loc, kind, *first["loc"]]), field=field) from None
-    return task
+    if not isinstance(name, str):
+        raise doc.error("must be a string", [*loc, "name"], field="name")
+    return TaskSpec(name=name, kind=kind, args=dict(args), origin=doc.origin([*loc, kind]),
+                    tags=_str_list(doc, raw.get("tags"), "tags", [*loc, "tags"]),
+                    notify=_str_list(doc, raw.get("notify"), "notify", [*loc, "notify"]))
 
 
-def _role_ref(raw: Any, err: Any) -> RoleRef:
+def _role_ref(doc: _Doc, raw: Any, loc: list[str | int]) -> RoleRef:
     if isinstance(raw, str):
-        ref = RoleRef(raw)
+        ref = RoleRef(raw, origin=doc.origin(loc))
     elif isinstance(raw, dict) and isinstance(raw.get("role"), str) and set(raw) <= {"role", "vars"}:
-        ref = RoleRef(raw["role"], dict(raw.get("vars") or {}))
+        variables = raw.get("vars") or {}
+        if not isinstance(variables, dict):
+            raise doc.error("must be a mapping", [*loc, "vars"], field="vars")
+        ref = RoleRef(raw["role"], Layer.from_yaml(variables, str(doc.path), doc.data, [*loc, "vars"]),
+                      origin=doc.origin(loc))
     else:
-        raise err("a role is a name or {role: NAME, vars: {...}}")
+        raise doc.error("a role is a name or {role: NAME, vars: {...}}", loc, field="roles")
     if get_role(ref.name) is None:
-        known = ", ".join(role_names()) or "none"
-        raise err(f"unknown role '{ref.name}' (known: {known})")
+        raise doc.error(f"unknown role '{ref.name}' (known: {', '.join(role_names())})", loc, field="roles")
     return ref
 
 
+def _handlers_unique(doc: _Doc, handlers: list[TaskSpec], i: int) -> None:
+    seen: set[str] = set()
+    for j, h in enumerate(handlers):
+        if h.name in seen:
+            raise doc.error(f"two handlers are named '{h.name}'", [i, "handlers", j, "name"], field="name")
+        seen.add(h.name)
+
+
 def load_playbook(path: str | Path) -> Playbook:
-    """Parse and check a playbook; nothing touches a host before this succeeds."""
+    """Parse and check a playbook's shape; nothing touches a host before this (and prepare) succeed."""
     path = Path(path)
     data = yamlfile.load(path, PlaybookError)
+    doc = _Doc(path, data)
     if not isinstance(data, list) or not data:
         raise PlaybookError("a playbook is a non-empty list of plays", file=str(path), line=1)
     plays = []
     for i, raw in enumerate(data):
-        def err(msg: str, field: str | None = None, at: list[str | int] | None = None,
-                _i: int = i) -> PlaybookError:
-            return PlaybookError(msg, file=str(path), line=yamlfile.line_of(data, at or [_i]), field=field)
-
         if not isinstance(raw, dict):
-            raise err("a play must be a mapping")
-        unknown = set(raw) - _PLAY_KEYS
+            raise doc.error("a play must be a mapping", [i])
+        unknown = sorted(str(k) for k in set(raw) - _PLAY_KEYS)
         if unknown:
-            key = sorted(unknown)[0]
-            raise err("unknown field", field=key, at=[i, key])
+            raise doc.error("unknown field", [i, unknown[0]], field=unknown[0])
         hosts = raw.get("hosts")
         if not isinstance(hosts, str) or not hosts.strip():
-            raise err("every play needs 'hosts' (a node, a group, or all)", field="hosts")
+            raise doc.error("every play needs 'hosts' (a node, a group, or all)", [i, "hosts"], field="hosts")
+        name = raw.get("name") or hosts
+        if not isinstance(name, str):
+            raise doc.error("must be a string", [i, "name"], field="name")
         variables = raw.get("vars") or {}
         if not isinstance(variables, dict):
-            raise err("must be a mapping", field="vars", at=[i, "vars"])
-        tasks = raw.get("tasks") or []
-        handlers = raw.get("handlers") or []
-        roles = raw.get("roles") or []
-        for key, value in (("tasks", tasks), ("handlers", handlers), ("roles", roles)):
+            raise doc.error("must be a mapping", [i, "vars"], field="vars")
+        for key in variables:
+            if not isinstance(key, str):
+                raise doc.error("variable names are strings", [i, "vars"], field="vars")
+        sections = {key: raw.get(key) or [] for key in ("tasks", "handlers", "roles")}
+        for key, value in sections.items():
             if not isinstance(value, list):
-                raise err("must be a list", field=key, at=[i, key])
+                raise doc.error("must be a list", [i, key], field=key)
+        handlers = [_task(doc, yamlfile.plain(t), [i, "handlers", j]) for j, t in enumerate(sections["handlers"])]
+        _handlers_unique(doc, handlers, i)
         plays.append(Play(
-            name=str(raw.get("name") or hosts), hosts=hosts.strip(), vars=yamlfile.plain(variables),
-            roles=tuple(_role_ref(r, lambda m, _j=j: err(m, "roles", [i, "roles", _j])) for j, r in enumerate(roles)),
-            tasks=tuple(_task(yamlfile.plain(t), path, data, [i, "tasks", j]) for j, t in enumerate(tasks)),
-            handlers=tuple(_task(yamlfile.plain(t), path, data, [i, "handlers", j]) for j, t in enumerate(handlers)),
+            name=name, hosts=hosts.strip(), origin=doc.origin([i]),
+            vars=Layer.from_yaml(yamlfile.plain(variables), str(path), data, [i, "vars"]),
+            roles=tuple(_role_ref(doc, yamlfile.plain(r), [i, "roles", j]) for j, r in enumerate(sections["roles"])),
+            tasks=tuple(_task(doc, yamlfile.plain(t), [i, "tasks", j]) for j, t in enumerate(sections["tasks"])),
+            handlers=tuple(handlers),
         ))
-        names = [h.name for h in plays[-1].handlers]
-        for ref in plays[-1].roles:
-            role_cls = get_role(ref.name)
-            assert role_cls is not None
-            names += [h.name for h in role_cls().handlers()]
-        for j, t in enumerate(plays[-1].tasks):
-            for n in t.notify:
-                if n not in names:
-                    raise PlaybookError(f"notifies unknown handler '{n}'", file=str(path),
-                                        line=yamlfile.line_of(data, [i, "tasks", j, "notify"]), field="notify")
     return Playbook(path=path, plays=tuple(plays))
-
-
-__all__ = ["ValidationError", "load_playbook"]

@@ -1,4 +1,4 @@
-"""Plays and playbooks as the runner sees them."""
+"""Plays and playbooks as loaded (before any host is known)."""
 
 from __future__ import annotations
 
@@ -6,23 +6,41 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from gpuhost.playbook.task import Task
+from gpuhost.playbook.variables import Layer, Origin
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """A task as written: its operation's kind and raw arguments, and where it stands in the file."""
+
+    name: str
+    kind: str
+    args: dict[str, Any]
+    origin: Origin
+    tags: tuple[str, ...] = ()
+    notify: tuple[str, ...] = ()
+
+    @property
+    def is_flush(self) -> bool:
+        return self.kind == "meta"
 
 
 @dataclass(frozen=True)
 class RoleRef:
     name: str
-    vars: dict[str, Any] = field(default_factory=dict)
+    vars: Layer = field(default_factory=lambda: Layer({}, {}))
+    origin: Origin | None = None
 
 
 @dataclass(frozen=True)
 class Play:
     name: str
     hosts: str
-    vars: dict[str, Any] = field(default_factory=dict)
+    origin: Origin
+    vars: Layer = field(default_factory=lambda: Layer({}, {}))
     roles: tuple[RoleRef, ...] = ()
-    tasks: tuple[Task, ...] = ()
-    handlers: tuple[Task, ...] = ()
+    tasks: tuple[TaskSpec, ...] = ()
+    handlers: tuple[TaskSpec, ...] = ()
 
 
 @dataclass(frozen=True)

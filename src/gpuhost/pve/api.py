@@ -15,6 +15,7 @@ import re
 import shlex
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
@@ -24,8 +25,6 @@ from proxmoxer.core import ProxmoxResource, ResourceException
 
 from gpuhost.connection.base import Connection
 from gpuhost.errors import OperationFailed
-from gpuhost.inventory.models import NodeSpec
-from gpuhost.inventory.secrets import read_secret
 from gpuhost.redact import redact
 
 #: Parameters PVE lets only root@pam set (pve-container check_ct_modify_config_perm,
@@ -52,29 +51,35 @@ class _PveshSession(CommandBaseSession):
         return result.stdout, result.stderr, result.exit_code
 
 
-def _token_client(node: NodeSpec, timeout: float) -> ProxmoxResource | None:
-    api = node.api
-    if api is None or not api.token_id:
+@dataclass(frozen=True)
+class TokenRoute:
+    """The HTTPS route: the node's API URL and token (the secret already read, and registered for redaction)."""
+
+    url: str
+    token_id: str
+    token_secret: str
+    ca_file: str | None = None
+    verify_tls: bool = True
+
+
+def _token_client(route: TokenRoute | None, timeout: float) -> ProxmoxResource | None:
+    if route is None:
         return None
-    secret = read_secret(f"{node.name}: API token", env=api.token_secret_env, file=api.token_secret_file)
-    if secret is None:
-        return None
-    user, _, token_name = api.token_id.partition("!")
-    url = urlparse(api.url)
-    verify: bool | str = api.ca_file if api.ca_file else api.verify_tls
+    user, _, token_name = route.token_id.partition("!")
+    url = urlparse(route.url)
+    verify: bool | str = route.ca_file if route.ca_file else route.verify_tls
     return ProxmoxAPI(url.hostname, port=url.port or 8006, user=user, token_name=token_name,
-                      token_value=secret, verify_ssl=verify, timeout=int(timeout), backend="https")
+                      token_value=route.token_secret, verify_ssl=verify, timeout=int(timeout), backend="https")
 
 
 class PveApi:
     """One node's API; ``path`` is relative to ``/api2/json`` (e.g. ``nodes/pve1/lxc``)."""
 
-    def __init__(self, node: NodeSpec, conn: Connection, *, timeout: float = 60.0) -> None:
-        self.node = node
+    def __init__(self, conn: Connection, token: TokenRoute | None = None, *, timeout: float = 60.0) -> None:
         self.timeout = timeout
         self._root = ProxmoxResource(base_url="", session=_PveshSession(conn, timeout),
                                      serializer=JsonSimpleSerializer())
-        self._token = _token_client(node, timeout)
+        self._token = _token_client(token, timeout)
 
     @property
     def has_token(self) -> bool:

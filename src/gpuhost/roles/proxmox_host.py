@@ -1,146 +1,160 @@
 """Role ``proxmox_host``: IOMMU on the kernel command line, the VM or LXC GPU path, a safe reboot, proof.
 
-Variables (defaults below; set them in the inventory, the play or with ``-e``):
-
-``iommu_vendor_token``  add ``amd_iommu=on`` / ``intel_iommu=on`` by CPU vendor, as users expect.
-                        Current kernels ignore ``amd_iommu=on`` (dmesg: ``AMD-Vi: Unknown option - 'on'``)
-                        and enable the AMD IOMMU by default; ``iommu=pt`` is the token that matters.
-``cmdline_extra``       more tokens, e.g. ``[pcie_aspm=off, pcie_port_pm=off]``.
-``grub_dropin``         on GRUB hosts, write ``/etc/default/grub.d/90-gpuhost.cfg`` instead of editing
-                        ``/etc/default/grub``.
-``gpu_path``            ``lxc`` (host NVIDIA driver, containers share it), ``vm`` (vfio-pci) or ``none``.
-``vfio_ids``            vendor:device ids for vfio-pci; default: those of the host's NVIDIA GPUs.
-``nvidia_driver``       for the LXC path: ``{version, url, sha256, kernel_open}`` of NVIDIA's ``.run``
-                        (open kernel modules by default: Blackwell needs them).
-``uvm_disable_hmm``     write ``options nvidia_uvm uvm_disable_hmm=1`` (RTX PRO 6000 NCCL lock-ups).
+Current kernels ignore ``amd_iommu=on`` (dmesg: ``AMD-Vi: Unknown option - 'on'``) and enable the AMD
+IOMMU by default; ``iommu=pt`` is the token that matters. The vendor token is still added by
+default because users and guides expect it.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import re
+from typing import TYPE_CHECKING, Literal
 
+from pydantic import Field, field_validator, model_validator
+
+from gpuhost.core.task import FLUSH_HANDLERS, Task, task
 from gpuhost.errors import OperationFailed
 from gpuhost.facts.host import host_facts
-from gpuhost.operations.boot import BootRefresh, KernelCmdline
-from gpuhost.operations.command import Command
-from gpuhost.operations.files import Copy
-from gpuhost.operations.host_checks import RebootIfNeeded, VerifyHost
-from gpuhost.operations.modules import ModuleList
-from gpuhost.operations.nvidia import NvidiaDriver
-from gpuhost.operations.apt import Apt
-from gpuhost.operations.files import Template
-from gpuhost.operations.systemd import Systemd
-from gpuhost.playbook.task import FLUSH_HANDLERS, Task, role_task
-from gpuhost.roles import Role, register_role
+from gpuhost.operations.apt import Apt, AptArgs
+from gpuhost.operations.boot import BootRefresh, BootRefreshArgs, KernelCmdline, KernelCmdlineArgs
+from gpuhost.operations.command import Command, CommandArgs
+from gpuhost.operations.files import Copy, CopyArgs, Template, TemplateArgs
+from gpuhost.operations.modules import ModuleList, ModuleListArgs
+from gpuhost.operations.nvidia import DriverPin, NvidiaDriver, NvidiaDriverArgs
+from gpuhost.operations.reboot import RebootIfNeeded, RebootIfNeededArgs
+from gpuhost.operations.systemd import Systemd, SystemdArgs
+from gpuhost.operations.verify import HostProofs, Verify, VerifyArgs
+from gpuhost.roles.base import Role, RoleVars
 
 if TYPE_CHECKING:
-    from gpuhost.runner.context import HostContext
+    from gpuhost.core.context import HostContext
 
 REFRESH = "refresh boot loader"
 INITRAMFS = "update initramfs"
 VFIO_MODULES = ["vfio", "vfio_iommu_type1", "vfio_pci"]  # vfio_virqfd is part of vfio since 6.2
 VFIO_CONF = "/etc/modprobe.d/gpuhost-vfio.conf"
+UNITS = ("nvidia-devnodes.service", "nvidia-persistenced.service")
 
 
-def cmdline_tokens(cpu_vendor: str, variables: dict[str, Any]) -> list[str]:
+class ProxmoxHostVars(RoleVars):
+    gpu_path: Literal["lxc", "vm", "none"] = Field(
+        "lxc", description="lxc: the host NVIDIA driver, shared by containers; vm: vfio-pci for passthrough; "
+                           "none: only the IOMMU command line")
+    iommu_vendor_token: bool = Field(True, description="add amd_iommu=on / intel_iommu=on by CPU vendor")
+    cmdline_extra: list[str] = Field([], description="more kernel command-line tokens, e.g. [pcie_aspm=off]")
+    grub_dropin: bool = Field(False, description="on GRUB hosts, write /etc/default/grub.d/90-gpuhost.cfg "
+                                                 "instead of editing /etc/default/grub")
+    vfio_ids: list[str] | None = Field(None, description="vendor:device ids for vfio-pci (VM path); default: "
+                                                         "the host's NVIDIA GPUs")
+    nvidia_driver: DriverPin | None = Field(None, description="the NVIDIA .run installer for the LXC path "
+                                                              "{version, url, sha256, kernel_open}")
+    uvm_disable_hmm: bool = Field(False, description="options nvidia_uvm uvm_disable_hmm=1 (RTX PRO 6000 NCCL "
+                                                     "lock-ups)")
+
+    @field_validator("cmdline_extra")
+    @classmethod
+    def _tokens(cls, v: list[str]) -> list[str]:
+        for t in v:
+            if not t or any(c.isspace() for c in t) or any(c in t for c in "\"'$`\\;|&<>"):
+                raise ValueError(f"'{t}' is not a single kernel command-line token")
+        return v
+
+    @field_validator("vfio_ids")
+    @classmethod
+    def _ids(cls, v: list[str] | None) -> list[str] | None:
+        for i in v or []:
+            if not re.fullmatch(r"[0-9a-fA-F]{4}:[0-9a-fA-F]{4}", i):
+                raise ValueError(f"'{i}' is not a PCI vendor:device id such as 10de:2bb5")
+        return v
+
+    @model_validator(mode="after")
+    def _driver_for_lxc(self) -> ProxmoxHostVars:
+        if self.gpu_path == "lxc" and self.nvidia_driver is None:
+            raise ValueError("nvidia_driver: gpu_path is lxc, so the host needs an NVIDIA driver: set nvidia_driver "
+                             "{version, url, sha256} (or gpu_path: vm / none)")
+        return self
+
+
+def cmdline_tokens(cpu_vendor: str, v: ProxmoxHostVars) -> list[str]:
     tokens = ["iommu=pt"]
-    if variables.get("iommu_vendor_token", True):
+    if v.iommu_vendor_token:
         if cpu_vendor == "amd":
             tokens.append("amd_iommu=on")
         elif cpu_vendor == "intel":
             tokens.append("intel_iommu=on")
-    tokens += [str(t) for t in variables.get("cmdline_extra") or []]
-    return tokens
+    return tokens + list(v.cmdline_extra)
 
 
-def vfio_conf(ids: list[str]) -> str:
-    return ("# Managed by gpuhost: GPUs for VMs are bound to vfio-pci before any GPU driver.\n"
-            f"options vfio-pci ids={','.join(ids)}\n"
-            "softdep nouveau pre: vfio-pci\n"
-            "softdep nvidia pre: vfio-pci\n"
-            "blacklist nouveau\n"
-            "options nouveau modeset=0\n")
-
-
-def lxc_driver_tasks(v: dict[str, Any], kernel: str) -> tuple[list[Task], str]:
+def lxc_driver_tasks(pin: DriverPin, kernel: str, uvm_disable_hmm: bool) -> list[Task]:
     """The host NVIDIA driver that LXC guests share, with its device nodes guaranteed at boot."""
-    pin = v.get("nvidia_driver")
-    if not isinstance(pin, dict):
-        raise OperationFailed("gpu_path is lxc, so the host needs an NVIDIA driver: set nvidia_driver "
-                              "{version, url, sha256} in the inventory vars (or gpu_path: vm / none)")
-    driver = NvidiaDriver.from_dict({**pin, "target": "host"})
+    driver = NvidiaDriverArgs(**pin.model_dump(), target="host")
     tasks = [
-        role_task("kernel headers and dkms before the driver",
-                  Apt.from_dict({"packages": ["dkms", "proxmox-default-headers", f"proxmox-headers-{kernel}"]}),
-                  tags=("driver",)),
-        role_task(f"NVIDIA driver {driver.args.version} (DKMS)", driver, tags=("driver",)),
-        role_task("/dev/nvidia-uvm now (the boot unit keeps it after reboots)",
-                  Command.from_dict({"cmd": "nvidia-modprobe -c0 -u",
-                                     "creates": "/dev/nvidia-uvm",
-                                     "unless": "! test -e /proc/driver/nvidia/version"}), tags=("driver",)),
-        role_task("nvidia and nvidia_uvm load at boot",
-                  ModuleList.from_dict({"path": "/etc/modules-load.d/nvidia.conf",
-                                        "modules": ["nvidia", "nvidia_uvm"]}), tags=("driver",)),
+        task("kernel headers and dkms before the driver",
+             Apt(AptArgs(packages=["dkms", "proxmox-default-headers", f"proxmox-headers-{kernel}"])),
+             tags=("driver",)),
+        task(f"NVIDIA driver {pin.version} (DKMS)", NvidiaDriver(driver), tags=("driver",)),
+        task("/dev/nvidia-uvm now (the boot unit keeps it after reboots)",
+             Command(CommandArgs(cmd="nvidia-modprobe -c0 -u", creates="/dev/nvidia-uvm",
+                                 unless="! test -e /proc/driver/nvidia/version")), tags=("driver",)),
+        task("nvidia and nvidia_uvm load at boot",
+             ModuleList(ModuleListArgs(path="/etc/modules-load.d/nvidia.conf", modules=["nvidia", "nvidia_uvm"])),
+             tags=("driver",)),
     ]
-    if v.get("uvm_disable_hmm"):
-        tasks.append(role_task("nvidia_uvm without HMM", Copy.from_dict({
-            "dest": "/etc/modprobe.d/nvidia-uvm.conf", "content": "options nvidia_uvm uvm_disable_hmm=1\n",
-            "mode": "0644"}), tags=("driver",)))
-    for unit in ("nvidia-devnodes.service", "nvidia-persistenced.service"):
+    if uvm_disable_hmm:
+        tasks.append(task("nvidia_uvm without HMM", Copy(CopyArgs(
+            dest="/etc/modprobe.d/nvidia-uvm.conf", content="options nvidia_uvm uvm_disable_hmm=1\n",
+            mode="0644")), tags=("driver",)))
+    for unit in UNITS:
         tasks += [
-            role_task(f"{unit} unit", Template.from_dict({"src": f"{unit}.j2",
-                                                          "dest": f"/etc/systemd/system/{unit}",
-                                                          "mode": "0644"}), tags=("driver",)),
-            role_task(f"{unit} enabled", Systemd.from_dict({"unit": unit, "enabled": True}), tags=("driver",)),
+            task(f"{unit} unit", Template(TemplateArgs(src=f"{unit}.j2", dest=f"/etc/systemd/system/{unit}",
+                                                       mode="0644")), tags=("driver",)),
+            task(f"{unit} enabled", Systemd(SystemdArgs(unit=unit, enabled=True)), tags=("driver",)),
         ]
-    return tasks, driver.args.version
+    return tasks
 
 
-@register_role
-class ProxmoxHost(Role):
+class ProxmoxHost(Role[ProxmoxHostVars]):
     name = "proxmox_host"
-    defaults = {"iommu_vendor_token": True, "cmdline_extra": [], "grub_dropin": False, "gpu_path": "lxc",
-                "vfio_ids": None, "nvidia_driver": None, "uvm_disable_hmm": False}
+    Vars = ProxmoxHostVars
+    templates = (*(f"{u}.j2" for u in UNITS), "vfio.conf.j2")
 
-    def tasks(self, host: HostContext) -> list[Task]:
-        v = host.vars
+    def tasks(self, host: HostContext, v: ProxmoxHostVars) -> list[Task]:
         facts = host.fact(host_facts)
         tokens = cmdline_tokens(facts.cpu_vendor, v)
-        path = v.get("gpu_path", "lxc")
-        if path not in ("lxc", "vm", "none"):
-            raise OperationFailed(f"gpu_path must be lxc, vm or none (got {path!r})")
-        tasks = [role_task("IOMMU on the kernel command line",
-                           KernelCmdline.from_dict({"present": tokens, "grub_dropin": bool(v.get("grub_dropin"))}),
-                           notify=(REFRESH,), tags=("cmdline",))]
-        if path == "vm":
-            ids = v.get("vfio_ids") or sorted({f"{g.vendor}:{g.device}" for g in facts.gpus})
+        tasks = [task("IOMMU on the kernel command line",
+                      KernelCmdline(KernelCmdlineArgs(present=tokens, grub_dropin=v.grub_dropin)),
+                      notify=(REFRESH,), tags=("cmdline",))]
+        if v.gpu_path == "vm":
+            ids = v.vfio_ids or sorted({f"{g.vendor}:{g.device}" for g in facts.gpus})
             if not ids:
                 raise OperationFailed("gpu_path is vm but no NVIDIA GPU was found (lspci -nn -d 10de:) "
                                       "and vfio_ids is not set")
             tasks += [
-                role_task("vfio modules at boot", ModuleList.from_dict({"modules": VFIO_MODULES}),
-                          notify=(INITRAMFS,), tags=("vfio",)),
-                role_task("vfio-pci claims the GPUs, nouveau stays away",
-                          Copy.from_dict({"dest": VFIO_CONF, "content": vfio_conf(ids), "mode": "0644"}),
-                          notify=(INITRAMFS,), tags=("vfio",)),
+                task("vfio modules at boot", ModuleList(ModuleListArgs(modules=VFIO_MODULES)),
+                     notify=(INITRAMFS,), tags=("vfio",)),
+                task("vfio-pci claims the GPUs, nouveau stays away",
+                     Template(TemplateArgs(src="vfio.conf.j2", dest=VFIO_CONF, mode="0644",
+                                           vars={"vfio_ids": ids})),
+                     notify=(INITRAMFS,), tags=("vfio",)),
             ]
         driver: str | None = None
-        if path == "lxc":
-            driver_tasks, driver = lxc_driver_tasks(v, facts.kernel)
-            tasks += driver_tasks
+        if v.gpu_path == "lxc":
+            assert v.nvidia_driver is not None  # the Vars model requires it
+            tasks += lxc_driver_tasks(v.nvidia_driver, facts.kernel, v.uvm_disable_hmm)
+            driver = v.nvidia_driver.version
+        lxc = v.gpu_path == "lxc"
         tasks += [
             FLUSH_HANDLERS,
-            role_task("reboot if the running kernel lags its configuration",
-                      RebootIfNeeded.from_dict({"cmdline": tokens, "nvidia_driver": driver}), tags=("reboot",)),
-            role_task("verify the booted host",
-                      VerifyHost.from_dict({"cmdline": tokens, "nvidia_driver": driver,
-                                            "nvidia_uvm": path == "lxc", "vfio": path == "vm"}),
-                      tags=("verify",)),
+            task("reboot if the running kernel lags its configuration",
+                 RebootIfNeeded(RebootIfNeededArgs(cmdline=tokens, nvidia_driver=driver)), tags=("reboot",)),
+            task("verify the booted host", Verify(VerifyArgs(host=HostProofs(
+                cmdline=tuple(tokens), nvidia_driver=driver, nvidia_uvm=lxc, persistenced=lxc,
+                vfio=v.gpu_path == "vm"))), tags=("verify",)),
         ]
         return tasks
 
-    def handlers(self) -> list[Task]:
+    def handlers(self, v: ProxmoxHostVars) -> list[Task]:
         return [
-            role_task(REFRESH, BootRefresh.from_dict({})),
-            role_task(INITRAMFS, Command.from_dict({"cmd": "update-initramfs -u -k all"})),
+            task(REFRESH, BootRefresh(BootRefreshArgs())),
+            task(INITRAMFS, Command(CommandArgs(cmd="update-initramfs -u -k all"))),
         ]

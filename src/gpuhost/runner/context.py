@@ -1,43 +1,102 @@
-"""Everything an operation may know about the host it plans for."""
+"""The runner's :class:`~gpuhost.core.context.HostContext`: a live connection, variables and a fact cache."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from gpuhost.connection import open_connection
 from gpuhost.connection.base import Connection
-from gpuhost.connection.pct import PctConnection
+from gpuhost.core.facts import Fact
+from gpuhost.core.guest import Guest
+from gpuhost.errors import FactError
 from gpuhost.inventory.models import NodeSpec
-from gpuhost.pve.api import PveApi
 from gpuhost.templating import Templates
+
+if TYPE_CHECKING:
+    from gpuhost.pve.api import PveApi
 
 T = TypeVar("T")
 
 
-class HostContext:
-    """One host during one run: its connection (opened on first use), variables and fact cache."""
+class RunnerHost:
+    """One host (a node, or a guest of one) during one run. Connects on first use."""
 
-    def __init__(self, node: NodeSpec, variables: dict[str, Any], templates: Templates, *, check: bool,
-                 allow_reboot: bool, allow_restart: bool = False,
-                 connect: Callable[[NodeSpec], Connection] = open_connection) -> None:
+    def __init__(self, node: NodeSpec, variables: Mapping[str, Any], templates: Templates, *, check: bool,
+                 connect: Callable[[NodeSpec], Connection], name: str | None = None,
+                 parent: RunnerHost | None = None) -> None:
         self.node = node
-        self.name = node.name
-        self.vars = variables
+        self._name = name or node.name
+        self._vars: Mapping[str, Any] = variables
         self.templates = templates
-        self.check = check
-        self.allow_reboot = allow_reboot
-        self.allow_restart = allow_restart
-        self.restart_required: set[int] = set()
-        self.reboot_required = False
-        self.rebooted = False
+        self._check = check
         self._connect = connect
         self._conn: Connection | None = None
         self._facts: dict[tuple[Any, ...], Any] = {}
-        self._guests: dict[int, HostContext] = {}
+        self._guests: dict[Guest, RunnerHost] = {}
         self._pve: PveApi | None = None
-        self.parent: HostContext | None = None
+        self.parent = parent
+        # what the runner learnt in this run (set by the runner only)
+        self.reboot_needed: str | None = None
+        self.restarts_needed: set[Guest] = set()
+        self.rebooted = False
+        self.round_trips = 0
 
+    # -- the HostContext protocol -------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def vars(self) -> Mapping[str, Any]:
+        return self._vars
+
+    @vars.setter
+    def vars(self, value: Mapping[str, Any]) -> None:
+        self._vars = value
+        for guest in self._guests.values():
+            guest.vars = value
+
+    @property
+    def check(self) -> bool:
+        return self._check
+
+    @property
+    def reboot_pending(self) -> bool:
+        root = self.parent or self
+        return root.reboot_needed is not None
+
+    def restart_pending(self, guest: Guest) -> bool:
+        root = self.parent or self
+        return guest in root.restarts_needed
+
+    def fact(self, fact: Fact[T], *args: Any) -> T:
+        key = (fact, *args)
+        if key not in self._facts:
+            command = fact.command(*args)
+            result = self.conn.run(command, check=False)
+            self.round_trips += 1
+            try:
+                self._facts[key] = fact.parse(result, *args)
+            except FactError as exc:
+                raise FactError(f"{self.name}: {exc}") from None
+        return self._facts[key]  # type: ignore[no-any-return]
+
+    def guest(self, guest: Guest) -> RunnerHost:
+        if guest not in self._guests:
+            if guest.kind != "lxc":
+                raise FactError(f"{self.name}: {guest} cannot be reached yet (only LXC guests are)")
+            from gpuhost.connection.pct import PctConnection
+
+            ctx = RunnerHost(self.node, self.vars, self.templates, check=self.check,
+                             connect=lambda _n: PctConnection(self.conn, guest.id),
+                             name=f"{self.name}/ct{guest.id}", parent=self)
+            self._guests[guest] = ctx
+        return self._guests[guest]
+
+    def render_template(self, name: str, extra: Mapping[str, Any] | None = None) -> str:
+        return self.templates.render_file(name, {**self.template_vars(), **(extra or {})})
+
+    # -- the runner's side --------------------------------------------------------------------
     @property
     def conn(self) -> Connection:
         if self._conn is None:
@@ -48,41 +107,23 @@ class HostContext:
     def pve(self) -> PveApi:
         """The node's Proxmox VE API (token route and root route, see :mod:`gpuhost.pve.api`)."""
         if self._pve is None:
-            self._pve = PveApi(self.node, self.conn)
+            from gpuhost.runner.connect import pve_api
+
+            self._pve = pve_api(self.node, self.conn)
         return self._pve
-
-    def fact(self, fn: Callable[..., T], *args: Any) -> T:
-        """``fn(conn, *args)``, cached until the runner next changes this host."""
-        key = (fn, *args)
-        if key not in self._facts:
-            self._facts[key] = fn(self.conn, *args)
-        return self._facts[key]  # type: ignore[no-any-return]
-
-    def invalidate_facts(self) -> None:
-        self._facts.clear()
-        for guest in self._guests.values():
-            guest.invalidate_facts()
-        if self.parent is not None:
-            self.parent._facts.clear()
-
-    def guest(self, ctid: int) -> HostContext:
-        """The context of LXC container ``ctid`` on this node: same variables, its own facts."""
-        if ctid not in self._guests:
-            node = self.node.model_copy(update={"name": f"{self.name}/ct{ctid}"})
-            guest = HostContext(node, self.vars, self.templates, check=self.check, allow_reboot=False,
-                                connect=lambda _n: PctConnection(self.conn, ctid))
-            guest.parent = self
-            self._guests[ctid] = guest
-        return self._guests[ctid]
 
     def template_vars(self) -> dict[str, Any]:
         return {**self.vars, "inventory_hostname": self.name, "node": self.node.model_dump()}
 
-    def render_template(self, name: str) -> str:
-        return self.templates.render_file(name, self.template_vars())
+    def total_round_trips(self) -> int:
+        return self.round_trips + sum(g.total_round_trips() for g in self._guests.values())
 
-    def render_value(self, value: Any) -> Any:
-        return self.templates.render_value(value, self.template_vars())
+    def invalidate_facts(self) -> None:
+        self._facts.clear()
+        for guest in self._guests.values():
+            guest._facts.clear()
+        if self.parent is not None:
+            self.parent._facts.clear()
 
     def close(self) -> None:
         if self._conn is not None:

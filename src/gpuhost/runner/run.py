@@ -1,27 +1,31 @@
-"""Run a playbook: hosts in parallel (one thread and one connection each), tasks in order."""
+"""Run a playbook: checked whole first (:mod:`gpuhost.runner.prepare`), then hosts in parallel (one thread
+and one connection each), tasks in order. Consent to reboot a node or restart a guest comes only from the
+operator: the command-line flags or the inventory's per-node ``allow_reboot``/``allow_restart``."""
 
 from __future__ import annotations
 
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
-from gpuhost.connection import open_connection
 from gpuhost.connection.base import Connection
-from gpuhost.errors import ConnectionFailed, GpuhostError, PlaybookError
+from gpuhost.core.actions import RebootHost, RestartGuest
+from gpuhost.core.operation import SkipTask
+from gpuhost.core.task import Task
+from gpuhost.errors import ConnectionFailed, GpuhostError
 from gpuhost.inventory import Inventory
 from gpuhost.inventory.models import NodeSpec
-from gpuhost.operations.actions import Reboot
-from gpuhost.operations.base import SkipTask
-from gpuhost.playbook.models import Play, Playbook
-from gpuhost.playbook.task import Task
-from gpuhost.roles import get_role
+from gpuhost.playbook.models import Playbook
+from gpuhost.playbook.variables import Layer, Origin
 from gpuhost.runner.apply import apply
-from gpuhost.runner.context import HostContext
-from gpuhost.runner.results import HostSummary, RunReport, TaskResult
+from gpuhost.runner.connect import open_connection
+from gpuhost.runner.context import RunnerHost
+from gpuhost.runner.prepare import HostPlay, PreparedPlay, prepare
+from gpuhost.runner.results import HostSummary, RunReport, Status, TaskResult
 from gpuhost.templating import Templates
 
 
@@ -35,8 +39,14 @@ class RunOptions:
     allow_reboot: bool = False
     allow_restart: bool = False
     extra_vars: dict[str, Any] = field(default_factory=dict)
+    #: where each extra variable came from (``-e`` number, ``--ctid``) for error messages
+    extra_origins: dict[str, Origin] = field(default_factory=dict)
     on_result: Callable[[TaskResult], None] | None = None
     connect: Callable[[NodeSpec], Connection] = open_connection
+
+    def extra_layer(self) -> Layer:
+        origins = {k: self.extra_origins.get(k, Origin("-e")) for k in self.extra_vars}
+        return Layer(dict(self.extra_vars), origins)
 
 
 def _selected(task: Task, opts: RunOptions) -> bool:
@@ -46,27 +56,47 @@ def _selected(task: Task, opts: RunOptions) -> bool:
     return not (opts.skip_tags and tags & opts.skip_tags)
 
 
+def _internal(exc: BaseException) -> str:
+    frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    where = f" at {frame.filename.rsplit('/', 1)[-1]}:{frame.lineno}" if frame else ""
+    return f"internal error: {type(exc).__name__}: {exc}{where}"
+
+
 class _HostRun:
     """One host through one play: tasks in order, then its notified handlers."""
 
-    def __init__(self, ctx: HostContext, play: Play, summary: HostSummary, opts: RunOptions,
+    def __init__(self, ctx: RunnerHost, play: str, summary: HostSummary, opts: RunOptions, consent: tuple[bool, bool],
                  emit: Callable[[TaskResult], None]) -> None:
         self.ctx, self.play, self.summary, self.opts, self.emit = ctx, play, summary, opts, emit
+        self.allow_reboot, self.allow_restart = consent
+
+    def _decide(self, plan_actions: list[Any]) -> tuple[Status, str] | None:
+        """A consent the operator did not give turns the task into 'skipped', recorded for the recap."""
+        ctx = self.ctx
+        reboots = [a for a in plan_actions if isinstance(a, RebootHost)]
+        if reboots and not self.allow_reboot:
+            ctx.reboot_needed = reboots[0].reason
+            return "skipped", f"reboot required ({reboots[0].reason}); rerun with --allow-reboot"
+        restarts = [a for a in plan_actions if isinstance(a, RestartGuest)]
+        if restarts and not self.allow_restart:
+            ctx.restarts_needed.update(a.guest for a in restarts)
+            names = ", ".join(str(a.guest) for a in restarts)
+            return "skipped", f"{names} must restart for its new configuration to apply; rerun with --allow-restart"
+        return None
 
     def task(self, task: Task, *, handler: bool = False) -> TaskResult:
         ctx = self.ctx
         start = time.monotonic()
-        status, reason, diff, error = "ok", "", "", None
+        status: Status = "ok"
+        reason, diff, error = "", "", None
         try:
-            op = task.operation(ctx)
-            plan = op.plan(ctx)
+            plan = task.operation_for(ctx).plan(ctx)
             reason, diff = plan.reason, plan.diff
-            reboots = [a for a in plan.actions if isinstance(a, Reboot)]
+            refused = self._decide(plan.actions) if plan.changes else None
             if not plan.changes:
                 status = "ok"
-            elif reboots and not ctx.allow_reboot:
-                ctx.reboot_required = True
-                status, reason = "skipped", f"reboot required ({reboots[0].reason}); rerun with --allow-reboot"
+            elif refused is not None:
+                status, reason = refused
             elif ctx.check:
                 status = "changed"
             else:
@@ -80,9 +110,11 @@ class _HostRun:
             self.summary.unreachable = True
         except GpuhostError as exc:
             status, error = "failed", str(exc)
-        result = TaskResult(host=ctx.name, play=self.play.name, task=task.name, operation=task.kind,
+        except Exception as exc:  # noqa: BLE001 - one host's bug must not end the others' run
+            status, error = "failed", _internal(exc)
+        result = TaskResult(host=ctx.name, play=self.play, task=task.name, operation=task.kind,
                             status=status, reason=reason, duration=time.monotonic() - start, diff=diff,
-                            error=error, handler=handler, role=task.role)  # type: ignore[arg-type]
+                            error=error, handler=handler, role=task.role)
         self.summary.count(result.status)
         self.emit(result)
         return result
@@ -114,45 +146,28 @@ class _HostRun:
         return True
 
 
-def _expand(play: Play, ctx: HostContext) -> tuple[list[Task], list[Task]]:
+def _expand(hp: HostPlay, ctx: RunnerHost) -> tuple[list[Task], list[Task]]:
     """Roles first (their tasks may depend on facts), then the play's own tasks."""
     tasks: list[Task] = []
-    handlers: list[Task] = list(play.handlers)
-    for ref in play.roles:
-        role_cls = get_role(ref.name)
-        if role_cls is None:
-            raise PlaybookError(f"unknown role '{ref.name}'")
-        role = role_cls()
-        tasks += [_tagged(t, ref.name) for t in role.tasks(ctx)]
-        handlers += [_tagged(t, ref.name) for t in role.handlers_for(ctx)]
-    return tasks + list(play.tasks), handlers
-
-
-def _tagged(task: Task, role: str) -> Task:
-    return replace(task, role=role)
-
-
-def _play_vars(play: Play, inventory: Inventory, node: str, opts: RunOptions) -> dict[str, Any]:
-    merged: dict[str, Any] = {}
-    for ref in play.roles:
-        role_cls = get_role(ref.name)
-        if role_cls is not None:
-            merged.update(role_cls.defaults)
-    merged.update(inventory.vars_for(node))
-    for ref in play.roles:
-        merged.update(ref.vars)
-    merged.update(play.vars)
-    merged.update(opts.extra_vars)
-    return merged
+    handlers: list[Task] = list(hp.handlers)
+    for rr in hp.roles:
+        tasks += [t.in_role(rr.role.name) for t in rr.role.tasks(ctx, rr.vars)]
+        handlers += rr.handlers
+    return tasks + hp.tasks, handlers
 
 
 def run_playbook(playbook: Playbook, inventory: Inventory, opts: RunOptions | None = None) -> RunReport:
-    """Run every play; a host that fails is dropped from the rest of the run, others go on."""
+    """Check everything, then run every play; a host that fails is dropped from the rest of the run."""
     opts = opts or RunOptions()
-    report = RunReport(playbook=str(playbook.path), check=opts.check)
     templates = Templates([playbook.directory / "templates", playbook.directory.parent / "templates"])
-    limit = set(inventory.select(opts.limit)) if opts.limit else None
-    contexts: dict[str, HostContext] = {}
+    plays = prepare(playbook, inventory, limit=opts.limit, extra=opts.extra_layer(), templates=templates)
+    return execute(playbook, inventory, plays, opts, templates)
+
+
+def execute(playbook: Playbook, inventory: Inventory, plays: list[PreparedPlay], opts: RunOptions,
+            templates: Templates) -> RunReport:
+    report = RunReport(playbook=str(playbook.path), check=opts.check)
+    contexts: dict[str, RunnerHost] = {}
     dead: set[str] = set()
     start = time.monotonic()
     lock = threading.Lock()
@@ -163,42 +178,45 @@ def run_playbook(playbook: Playbook, inventory: Inventory, opts: RunOptions | No
             if opts.on_result:
                 opts.on_result(result)
 
+    def one(prepared: PreparedPlay, name: str) -> bool:
+        summary = report.hosts.setdefault(name, HostSummary())
+        hp = prepared.hosts[name]
+        node = inventory.nodes[name]
+        ctx = contexts.get(name)
+        if ctx is None:
+            ctx = RunnerHost(node, hp.vars, templates, check=opts.check, connect=opts.connect)
+            contexts[name] = ctx
+        else:
+            ctx.vars = hp.vars
+        consent = (opts.allow_reboot or node.allow_reboot, opts.allow_restart or node.allow_restart)
+        runner = _HostRun(ctx, prepared.play.name, summary, opts, consent, emit)
+        try:
+            try:
+                tasks, handlers = _expand(hp, ctx)
+            except GpuhostError as exc:
+                summary.unreachable = summary.unreachable or isinstance(exc, ConnectionFailed)
+                runner.emit(TaskResult(name, prepared.play.name, "prepare roles", "facts", "failed", "", 0.0,
+                                       error=str(exc)))
+                summary.count("failed")
+                return False
+            return runner.run(tasks, handlers)
+        except Exception as exc:  # noqa: BLE001 - the recap and --json always print
+            runner.emit(TaskResult(name, prepared.play.name, "run", "runner", "failed", "", 0.0, error=_internal(exc)))
+            summary.count("failed")
+            return False
+        finally:
+            summary.reboot_required = ctx.reboot_needed is not None
+            summary.restart_required = sorted(g.id for g in ctx.restarts_needed)
+            summary.rebooted = summary.rebooted or ctx.rebooted
+            summary.round_trips = ctx.total_round_trips()
+
     try:
-        for play in playbook.plays:
-            hosts = [h for h in inventory.select(play.hosts) if (limit is None or h in limit) and h not in dead]
-
-            def one(name: str, play: Play = play) -> bool:
-                summary = report.hosts.setdefault(name, HostSummary())
-                ctx = contexts.get(name)
-                variables = _play_vars(play, inventory, name, opts)
-                if ctx is None:
-                    # consent comes from the command line or from the inventory (allow_reboot: true)
-                    ctx = HostContext(inventory.nodes[name], variables, templates, check=opts.check,
-                                      allow_reboot=opts.allow_reboot or variables.get("allow_reboot") is True,
-                                      allow_restart=opts.allow_restart or variables.get("allow_restart") is True,
-                                      connect=opts.connect)
-                    contexts[name] = ctx
-                else:
-                    ctx.vars = variables
-                runner = _HostRun(ctx, play, summary, opts, emit)
-                try:
-                    tasks, handlers = _expand(play, ctx)
-                except GpuhostError as exc:
-                    summary.unreachable = isinstance(exc, ConnectionFailed)
-                    runner.emit(TaskResult(name, play.name, "prepare roles", "facts", "failed", "", 0.0,
-                                           error=str(exc)))
-                    summary.count("failed")
-                    return False
-                ok = runner.run(tasks, handlers)
-                summary.reboot_required = ctx.reboot_required
-                summary.restart_required = sorted(ctx.restart_required)
-                summary.rebooted = summary.rebooted or ctx.rebooted
-                return ok
-
+        for prepared in plays:
+            hosts = [h for h in prepared.hosts if h not in dead]
             for name in hosts:
                 report.hosts.setdefault(name, HostSummary())
             with ThreadPoolExecutor(max_workers=max(1, opts.forks)) as pool:
-                for name, ok in zip(hosts, pool.map(one, hosts)):
+                for name, ok in zip(hosts, pool.map(lambda h, p=prepared: one(p, h), hosts)):
                     if not ok:
                         dead.add(name)
     finally:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gpuhost.core.guest import Guest
+
 
 @dataclass(frozen=True)
 class WriteFile:
@@ -14,6 +16,7 @@ class WriteFile:
     mode: int | None = None
     backup: bool = True
     backup_dir: str | None = None
+    secret: bool = False  # shown as "content changed (secret)", never as a diff
 
     def describe(self) -> str:
         return f"write {self.path}"
@@ -32,8 +35,8 @@ class RunCommand:
 
 
 @dataclass(frozen=True)
-class Reboot:
-    """Reboot the host and wait until it answers again; only when the user allowed it."""
+class RebootHost:
+    """Reboot the host and wait until it answers again; the runner does it only with the operator's consent."""
 
     reason: str
     timeout: float = 900.0
@@ -57,14 +60,25 @@ class PveCall:
 
 
 @dataclass(frozen=True)
-class InContainer:
-    """An action carried out inside LXC container ``ctid`` of the host (through ``pct exec``)."""
+class RestartGuest:
+    """Restart a running guest so that its configuration applies; only with the operator's consent."""
 
-    ctid: int
+    guest: Guest
+    call: PveCall
+
+    def describe(self) -> str:
+        return f"restart {self.guest}"
+
+
+@dataclass(frozen=True)
+class InGuest:
+    """An action carried out inside a guest of the host (an LXC container through ``pct``, a VM over SSH)."""
+
+    guest: Guest
     action: WriteFile | RunCommand
 
     def describe(self) -> str:
-        return f"CT {self.ctid}: {self.action.describe()}"
+        return f"{self.guest}: {self.action.describe()}"
 
 
-Action = WriteFile | RunCommand | Reboot | InContainer | PveCall
+Action = WriteFile | RunCommand | RebootHost | PveCall | RestartGuest | InGuest

@@ -1,4 +1,4 @@
-"""What running a command returns."""
+"""What running a command on a target returns."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ class CommandResult:
     exit_code: int
     stdout: str
     stderr: str
-    duration: float
+    duration: float = 0.0
 
     @property
     def ok(self) -> bool:

@@ -29,9 +29,15 @@ def read_secret(what: str, *, env: str | None = None, file: str | None = None) -
             value = path.read_text().strip()
         except OSError as exc:
             raise SecretError(f"{what}: cannot read {path}: {exc.strerror}") from None
+        except UnicodeDecodeError:
+            raise SecretError(f"{what}: {path} is not UTF-8 text") from None
+    if "\x00" in value:
+        raise SecretError(f"{what}: the secret contains a NUL byte")
     else:
         return None
     value = value.strip()
+    if "\x00" in value:
+        raise SecretError(f"{what}: the secret contains a NUL byte")
     if not value:
         raise SecretError(f"{what}: the secret is empty")
     register_secret(value)

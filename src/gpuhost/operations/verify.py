@@ -1,0 +1,102 @@
+"""``verify``: the shared checks (:mod:`gpuhost.checks`) as a playbook task — ok when every finding passes,
+failed with each finding's cause and fix otherwise. Read-only."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pydantic import model_validator
+
+from gpuhost.checks.container import ContainerExpectation, container_findings
+from gpuhost.checks.finding import Finding, Level
+from gpuhost.checks.host import HostExpectation, host_findings
+from gpuhost.core.guest import Guest
+from gpuhost.core.operation import Args, Operation, SkipTask
+from gpuhost.core.plan import Plan, nothing
+from gpuhost.errors import OperationFailed
+from gpuhost.facts.container import container_facts
+from gpuhost.facts.host import host_facts
+from gpuhost.facts.pve import ct_status
+
+if TYPE_CHECKING:
+    from gpuhost.core.context import HostContext
+
+
+class HostProofs(Args):
+    cmdline: tuple[str, ...] = ()
+    iommu_passthrough: bool = True
+    nvidia_driver: str | None = None
+    nvidia_uvm: bool = False
+    persistenced: bool = False
+    vfio: bool = False
+
+
+class ContainerProofs(Args):
+    ctid: int
+    gpus: int = 0
+    driver: str | None = None
+
+
+class VerifyArgs(Args):
+    host: HostProofs | None = None
+    lxc: ContainerProofs | None = None
+
+    @model_validator(mode="after")
+    def _one(self) -> VerifyArgs:
+        if (self.host is None) == (self.lxc is None):
+            raise ValueError("give exactly one of 'host' or 'lxc'")
+        return self
+
+
+def failure_text(findings: list[Finding]) -> str:
+    parts = []
+    for f in findings:
+        if f.level < Level.FAIL:
+            continue
+        text = f.message + (f": {f.cause}" if f.cause else "") + (f" (fix: {f.fix})" if f.fix else "")
+        parts.append(text)
+    return "; ".join(parts)
+
+
+def passed_text(findings: list[Finding]) -> str:
+    return "; ".join(f.message for f in findings if f.level == Level.PASS) or "nothing to verify"
+
+
+class Verify(Operation[VerifyArgs]):
+    """Run the named checks against this host's facts (or one container's); never changes anything."""
+
+    kind = "verify"
+    Args = VerifyArgs
+
+    def findings(self, host: HostContext) -> list[Finding]:
+        a = self.args
+        if a.host is not None:
+            h = a.host
+            return host_findings(host.fact(host_facts), host.name, HostExpectation(
+                cmdline=h.cmdline, iommu_passthrough=h.iommu_passthrough, nvidia_driver=h.nvidia_driver,
+                nvidia_uvm=h.nvidia_uvm, persistenced=h.persistenced, vfio=h.vfio))
+        assert a.lxc is not None
+        ct = Guest.ct(a.lxc.ctid)
+        facts = host.guest(ct).fact(container_facts)
+        return container_findings(facts, f"{host.name}/{ct}",
+                                  ContainerExpectation(gpus=a.lxc.gpus, driver=a.lxc.driver))
+
+    def plan(self, host: HostContext) -> Plan:
+        a = self.args
+        if host.reboot_pending:
+            raise SkipTask("not verified: the host must reboot first (--allow-reboot)")
+        if a.lxc is not None:
+            ct = Guest.ct(a.lxc.ctid)
+            if host.restart_pending(ct):
+                raise SkipTask(f"not verified: {ct} must restart first (--allow-restart)")
+            status = host.fact(ct_status, a.lxc.ctid)
+            if status != "running":
+                if host.check:
+                    raise SkipTask(f"check mode: {ct} is {status or 'not created yet'}")
+                raise OperationFailed(f"{ct} is {status or 'absent'}: cannot verify it")
+        findings = self.findings(host)
+        if any(f.failed for f in findings):
+            if host.check:
+                raise SkipTask("check mode: would verify after the changes; now: " + failure_text(findings))
+            raise OperationFailed(failure_text(findings))
+        return nothing(passed_text(findings))

@@ -1,0 +1,53 @@
+"""From an inventory entry to a live connection (and the node's PVE API routes)."""
+
+from __future__ import annotations
+
+from gpuhost.connection.base import Connection
+from gpuhost.errors import ConnectionFailed
+from gpuhost.inventory.models import NodeSpec
+from gpuhost.secrets import read_secret
+from gpuhost.pve.api import PveApi, TokenRoute
+
+
+def open_connection(node: NodeSpec) -> Connection:
+    """A live connection to ``node`` as its inventory entry describes."""
+    if node.connection == "local":
+        from gpuhost.connection.local import LocalConnection
+
+        return LocalConnection(node.name)
+    if node.connection == "api":
+        raise ConnectionFailed(
+            node.name,
+            "only an API token is configured (connection: api), and provisioning needs root over SSH: PVE lets "
+            "only root@pam set device passthrough ('configuring device passthrough is only allowed for "
+            "root@pam'), raw lxc.* keys have no API at all, and the kernel command line, modules and driver "
+            "live outside PVE's API. Fix: give gpuhost SSH as root to this node (ssh: {user: root, key_file: …}"
+            " and remove connection: api)")
+    from gpuhost.connection.ssh import SSHConnection, SSHSettings
+
+    s = node.ssh
+    password = read_secret(f"{node.name}: ssh password", env=s.password_env, file=s.password_file)
+    return SSHConnection(node.name, SSHSettings(
+        address=node.address, user=s.user, port=s.port, key_file=s.key_file, password=password,
+        known_hosts_file=s.known_hosts_file, host_key_policy=s.host_key_policy, connect_timeout=s.connect_timeout))
+
+
+def token_route(node: NodeSpec) -> TokenRoute | None:
+    api = node.api
+    if api is None or not api.token_id:
+        return None
+    secret = read_secret(f"{node.name}: API token", env=api.token_secret_env, file=api.token_secret_file)
+    if secret is None:
+        return None
+    return TokenRoute(url=api.url, token_id=api.token_id, token_secret=secret, ca_file=api.ca_file,
+                      verify_tls=api.verify_tls)
+
+
+def pve_api(node: NodeSpec, conn: Connection) -> PveApi:
+    return PveApi(conn, token_route(node))
+
+
+def read_node_secrets(node: NodeSpec) -> None:
+    """Read (and so check) every secret the node's entry names: set, mode 0600, UTF-8, not empty."""
+    read_secret(f"{node.name}: ssh password", env=node.ssh.password_env, file=node.ssh.password_file)
+    token_route(node)

@@ -1,0 +1,179 @@
+"""Everything that can be checked before a host is touched, is — here.
+
+For every play and every host it selects: the variables merged from their layers and rendered
+(templates compiled, undefined names and secrets caught), every role's typed ``Vars`` validated,
+every play task's arguments validated into an operation, every template a task or role renders
+compiled and its variables checked, handler names unique and known, the node's secrets read.
+A problem raises a :class:`~gpuhost.errors.ConfigError` (exit 2) naming the file, line and field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from gpuhost.core.task import FLUSH_HANDLERS, Task
+from gpuhost.errors import ConfigError, GpuhostError, InventoryError, PlaybookError, TemplateError
+from gpuhost.inventory import Inventory
+from gpuhost.operations import table as operations
+from gpuhost.playbook.models import Play, Playbook, RoleRef, TaskSpec
+from gpuhost.playbook.variables import Layer, MergedVars, Origin, merge, validate_role_vars
+from gpuhost.roles.base import Role, RoleVars
+from gpuhost.roles.table import get_role
+from gpuhost.runner.connect import read_node_secrets
+from gpuhost.templating import Templates
+
+#: Names every template may use besides the variables.
+RUNTIME_NAMES = frozenset({"inventory_hostname", "node"})
+
+
+@dataclass
+class RoleRun:
+    role: Role[Any]
+    vars: RoleVars
+    handlers: list[Task]
+
+
+@dataclass
+class HostPlay:
+    """One play for one host, ready to run: nothing left to validate."""
+
+    vars: dict[str, Any]
+    roles: list[RoleRun] = field(default_factory=list)
+    tasks: list[Task] = field(default_factory=list)
+    handlers: list[Task] = field(default_factory=list)
+
+
+@dataclass
+class PreparedPlay:
+    play: Play
+    hosts: dict[str, HostPlay]
+
+
+def _err(exc: GpuhostError, origin: Origin, sub: list[str | int] | None = None, fld: str | None = None) -> ConfigError:
+    return PlaybookError(str(exc), file=origin.file, line=origin.line(sub or []), field=fld)
+
+
+def _render_vars(merged: MergedVars, templates: Templates, host: str, node: dict[str, Any]) -> dict[str, Any]:
+    """Render every templated value (in precedence order of its key), each error at its origin."""
+    base = {**merged.values, "inventory_hostname": host, "node": node}
+    out = dict(merged.values)
+    for key, value in merged.values.items():
+        try:
+            out[key] = templates.render_value(value, base)
+        except GpuhostError as exc:
+            origin = merged.where(key) or Origin("vars")
+            raise ConfigError(str(exc), file=origin.file, line=origin.line(), field=key) from None
+    return out
+
+
+def _build_task(spec: TaskSpec, variables: dict[str, Any], templates: Templates) -> Task:
+    if spec.is_flush:
+        return FLUSH_HANDLERS
+    cls = operations.get(spec.kind)
+    assert cls is not None  # the loader checked it
+    try:
+        args = templates.render_value(spec.args, variables)
+    except GpuhostError as exc:
+        raise _err(exc, spec.origin, fld=spec.kind) from None
+    try:
+        op = cls.from_dict(args, operations.get)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = [p for p in first["loc"] if not (isinstance(p, str) and "[" in p)]
+        msg = "unknown field" if first["type"] == "extra_forbidden" else str(first["msg"]).removeprefix(
+            "Value error, ")
+        raise PlaybookError(msg, file=spec.origin.file, line=spec.origin.line(loc),
+                            field=".".join(str(p) for p in (spec.kind, *loc))) from None
+    except (ValueError, TypeError) as exc:
+        raise PlaybookError(str(exc), file=spec.origin.file, line=spec.origin.line(), field=spec.kind) from None
+    src = getattr(op.args, "src", None)
+    if spec.kind == "template" and isinstance(src, str):
+        try:
+            templates.check_file(src, set(variables) | RUNTIME_NAMES | set(getattr(op.args, "vars", {})))
+        except TemplateError as exc:
+            raise _err(exc, spec.origin, ["src"], "template.src") from None
+    line = spec.origin.line()
+    return Task(name=spec.name, kind=spec.kind, operation=op, tags=spec.tags, notify=spec.notify,
+                source=f"{spec.origin.file}:{line}" if line else spec.origin.file)
+
+
+def _layers(play: Play, inventory: Inventory, host: str, extra: Layer) -> list[Layer]:
+    doc, path = inventory.document, str(inventory.path)
+    layers = [Layer.from_yaml(values, path, doc, loc) for values, loc in inventory.var_sources(host)]
+    spec = inventory.nodes[host]
+    if spec.containers:
+        containers = {ctid: c.model_dump() for ctid, c in spec.containers.items()}
+        layers.append(Layer({"containers": containers},
+                            {"containers": Origin(path, doc, ("nodes", host, "containers"))}))
+    layers += [ref.vars for ref in play.roles]
+    return [*layers, play.vars, extra]
+
+
+def _check_handlers(play: Play, handlers: list[Task]) -> None:
+    names: dict[str, str] = {}
+    for h in handlers:
+        if h.name in names:
+            raise PlaybookError(f"handler '{h.name}' is defined twice ({names[h.name]} and {h.role or 'the play'})",
+                                file=play.origin.file, line=play.origin.line(["handlers"]), field="handlers")
+        names[h.name] = h.role or "the play"
+    for spec in play.tasks:
+        for n in spec.notify:
+            if n not in names:
+                raise PlaybookError(f"notifies unknown handler '{n}' (known: {', '.join(names) or 'none'})",
+                                    file=spec.origin.file, line=spec.origin.line([]), field="notify")
+
+
+def _prepare_host(play: Play, inventory: Inventory, host: str, extra: Layer, templates: Templates) -> HostPlay:
+    merged = merge(_layers(play, inventory, host, extra))
+    node = inventory.nodes[host].model_dump()
+    variables = _render_vars(merged, templates, host, node)
+    rendered = MergedVars(variables, merged.origins)
+    hp = HostPlay(vars=variables)
+    for ref in play.roles:
+        hp.roles.append(_role_run(ref, rendered, templates))
+    template_vars = {**variables, "inventory_hostname": host, "node": node}
+    hp.tasks = [_build_task(spec, template_vars, templates) for spec in play.tasks]
+    hp.handlers = [_build_task(spec, template_vars, templates) for spec in play.handlers]
+    _check_handlers(play, [*hp.handlers, *(h for r in hp.roles for h in r.handlers)])
+    return hp
+
+
+def _role_run(ref: RoleRef, merged: MergedVars, templates: Templates) -> RoleRun:
+    role_cls = get_role(ref.name)
+    assert role_cls is not None  # the loader checked it
+    typed = validate_role_vars(role_cls.Vars, merged, role=ref.name, fallback=ref.origin or Origin("playbook"))
+    role = role_cls()
+    for name in role_cls.templates:
+        try:
+            templates.check_file(name, set(merged.values) | RUNTIME_NAMES | _ROLE_PROVIDED)
+        except TemplateError as exc:
+            raise ConfigError(f"role {ref.name}: {exc}") from None
+    return RoleRun(role, typed, [h.in_role(ref.name) for h in role.handlers(typed)])
+
+
+#: Variables roles pass to their own templates (TemplateArgs.vars).
+_ROLE_PROVIDED = frozenset({"vfio_ids"})
+
+
+def prepare(playbook: Playbook, inventory: Inventory, *, limit: str | None, extra: Layer,
+            templates: Templates) -> list[PreparedPlay]:
+    """Check the whole run against the inventory; raises a ConfigError (exit 2) before any host is contacted."""
+    allowed = set(inventory.select(limit)) if limit else None
+    prepared: list[PreparedPlay] = []
+    secrets_read: set[str] = set()
+    for play in playbook.plays:
+        try:
+            selected = inventory.select(play.hosts)
+        except InventoryError as exc:
+            raise PlaybookError(exc.message.split(": ", 1)[-1], file=play.origin.file,
+                                line=play.origin.line(["hosts"]), field="hosts") from None
+        hosts = [h for h in selected if allowed is None or h in allowed]
+        for h in hosts:
+            if h not in secrets_read:
+                read_node_secrets(inventory.nodes[h])
+                secrets_read.add(h)
+        prepared.append(PreparedPlay(play, {h: _prepare_host(play, inventory, h, extra, templates) for h in hosts}))
+    return prepared

@@ -14,7 +14,6 @@ if TYPE_CHECKING:
     from gpuhost.connection.local import LocalConnection
     from gpuhost.connection.result import CommandResult
     from gpuhost.connection.ssh import SSHConnection, SSHSettings
-    from gpuhost.errors import ConnectionFailed
     from gpuhost.inventory.models import NodeSpec
 
 _LAZY = {"Connection": "gpuhost.connection.base", "WriteResult": "gpuhost.connection.base",
@@ -45,7 +44,6 @@ def ssh_settings(node: NodeSpec) -> SSHSettings:
 
 def open_connection(node: NodeSpec) -> Connection:
     """A live connection to ``node`` as its inventory entry describes."""
-    from gpuhost.errors import ConnectionFailed
 
     if node.connection == "local":
         from gpuhost.connection.local import LocalConnection

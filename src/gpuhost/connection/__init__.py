@@ -44,6 +44,7 @@ def ssh_settings(node: NodeSpec) -> SSHSettings:
 
 def open_connection(node: NodeSpec) -> Connection:
     """A live connection to ``node`` as its inventory entry describes."""
+    from gpuhost.errors import ConnectionFailed
 
     if node.connection == "local":
         from gpuhost.connection.local import LocalConnection

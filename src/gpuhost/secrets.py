@@ -31,8 +31,6 @@ def read_secret(what: str, *, env: str | None = None, file: str | None = None) -
             raise SecretError(f"{what}: cannot read {path}: {exc.strerror}") from None
         except UnicodeDecodeError:
             raise SecretError(f"{what}: {path} is not UTF-8 text") from None
-    if "\x00" in value:
-        raise SecretError(f"{what}: the secret contains a NUL byte")
     else:
         return None
     value = value.strip()

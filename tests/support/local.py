@@ -6,15 +6,16 @@ from pathlib import Path
 from typing import Any
 
 from gpuhost.inventory.models import NodeSpec
-from gpuhost.runner.context import HostContext
+from gpuhost.connection.local import LocalConnection
+from gpuhost.runner.context import RunnerHost
 from gpuhost.templating import Templates
 
 
 def local_host(name: str = "local", *, check: bool = False, variables: dict[str, Any] | None = None,
-               template_dir: Path | None = None) -> HostContext:
+               template_dir: Path | None = None) -> RunnerHost:
     node = NodeSpec(name=name, address="127.0.0.1", connection="local")
-    return HostContext(node, variables or {}, Templates([template_dir] if template_dir else []),
-                       check=check, allow_reboot=False)
+    return RunnerHost(node, variables or {}, Templates([template_dir] if template_dir else []),
+                      check=check, connect=lambda n: LocalConnection(n.name))
 
 
 def local_inventory(tmp_path: Path, names: list[str], variables: dict[str, Any] | None = None) -> Path:

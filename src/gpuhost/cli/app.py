@@ -1,13 +1,14 @@
-"""The ``gpuhost`` command."""
+"""The ``gpuhost`` command: the root app, its global flags and the one error handler.
+
+Command modules import only typer and light constants at module level; each command imports
+the machinery it needs inside its function, so ``gpuhost --help`` starts fast.
+"""
 
 from __future__ import annotations
 
 import sys
 
 import typer
-
-from gpuhost import __version__
-from gpuhost.errors import GpuhostError
 
 app = typer.Typer(
     name="gpuhost",
@@ -18,18 +19,29 @@ app = typer.Typer(
 )
 
 
+class _State:
+    debug = False
+
+
+state = _State()
+
+
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"gpuhost {__version__}")
+        from gpuhost.cli.version import version_text
+
+        typer.echo(version_text())
         raise typer.Exit(0)
 
 
 @app.callback()
 def _root(
     version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                 help="Print the version and exit."),
+                                 help="Print the versions of gpuhost, Python, paramiko and proxmoxer, and exit."),
+    debug: bool = typer.Option(False, "--debug", help="Show the traceback of an internal error."),
 ) -> None:
     """Turn a Proxmox VE host with NVIDIA GPUs into a verified LLM-serving machine."""
+    state.debug = debug
 
 
 def _register() -> None:
@@ -43,10 +55,12 @@ def _register() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point: maps gpuhost errors to their exit codes."""
+    """Console-script entry point: every error leaves through :func:`gpuhost.cli.failures.report`."""
     _register()
+    state.debug = False
     try:
         app(args=argv, standalone_mode=True)
-    except GpuhostError as exc:  # pragma: no cover - typer normally exits first
-        typer.echo(f"error: {exc}", err=True)
-        sys.exit(exc.exit_code)
+    except Exception as exc:  # SystemExit (typer.Exit, usage errors) passes through
+        from gpuhost.cli.failures import report
+
+        sys.exit(report(exc, debug=state.debug))

@@ -10,10 +10,8 @@ from pathlib import Path
 import typer
 
 from gpuhost.cli.app import app
-from gpuhost.errors import GpuhostError, UsageError
-from gpuhost.lab import manager
+from gpuhost.errors import UsageError
 from gpuhost.lab.gpu.catalog import DEFAULT_MODEL, model
-from gpuhost.lab.gpu.topology import plan as topology_plan
 from gpuhost.lab.layout import DEFAULT_STATE_DIR
 from gpuhost.lab.spec import DEFAULT_BASE_ADDRESS, plan_nodes
 
@@ -24,11 +22,6 @@ lab_app = typer.Typer(
 app.add_typer(lab_app, name="lab")
 
 StateDir = typer.Option(DEFAULT_STATE_DIR, "--state-dir", help="Where the lab keeps its state.")
-
-
-def _fail(exc: GpuhostError) -> None:
-    typer.echo(f"error: {exc}", err=True)
-    raise typer.Exit(exc.exit_code)
 
 
 @lab_app.command("up")
@@ -45,19 +38,18 @@ def up(
     state_dir: Path = StateDir,
 ) -> None:
     """Start N nodes and write an inventory for them."""
-    try:
-        plan = plan_nodes(nodes, base_address=address, boot=boot, cpu=cpu, pve=pve)
-        gpu_model = model(gpu_model).name
-        plan = [replace(n, gpus=gpus, gpu_model=gpu_model, numa=numa) for n in plan]
-        topology_plan("check", cpu, gpus, model(gpu_model), numa)   # usage errors before anything starts
-        for d in seed:
-            if not d.is_dir():
-                raise UsageError(f"--seed {d}: not a directory")
-        started = time.monotonic()
-        info = manager.up(plan, state_dir, seed_dirs=seed)
-    except GpuhostError as exc:
-        _fail(exc)
-        return
+    from gpuhost.lab import manager
+    from gpuhost.lab.gpu.topology import plan as topology_plan
+
+    plan = plan_nodes(nodes, base_address=address, boot=boot, cpu=cpu, pve=pve)
+    gpu_model = model(gpu_model).name
+    plan = [replace(n, gpus=gpus, gpu_model=gpu_model, numa=numa) for n in plan]
+    topology_plan("check", cpu, gpus, model(gpu_model), numa)   # usage errors before anything starts
+    for d in seed:
+        if not d.is_dir():
+            raise UsageError(f"--seed {d}: not a directory")
+    started = time.monotonic()
+    info = manager.up(plan, state_dir, seed_dirs=seed)
     elapsed = time.monotonic() - started
     typer.echo(f"lab up: {len(info.nodes)} node(s) in {elapsed:.1f} s")
     _print_nodes(info.nodes)
@@ -70,11 +62,9 @@ def up(
 @lab_app.command("down")
 def down(state_dir: Path = StateDir) -> None:
     """Stop every node the lab started and remove its state."""
-    try:
-        stopped = manager.down(state_dir)
-    except GpuhostError as exc:
-        _fail(exc)
-        return
+    from gpuhost.lab import manager
+
+    stopped = manager.down(state_dir)
     typer.echo("lab down: stopped and removed" if stopped else f"lab down: no lab in {state_dir}")
 
 
@@ -82,11 +72,9 @@ def down(state_dir: Path = StateDir) -> None:
 def status(state_dir: Path = StateDir,
            as_json: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
     """List the lab's nodes."""
-    try:
-        info = manager.status(state_dir)
-    except GpuhostError as exc:
-        _fail(exc)
-        return
+    from gpuhost.lab import manager
+
+    info = manager.status(state_dir)
     if as_json:
         typer.echo(json.dumps({"state_dir": str(info.state_dir), "inventory": str(info.inventory),
                                "supervisor_pid": info.supervisor_pid, "nodes": info.nodes}, sort_keys=True))

@@ -1,22 +1,45 @@
-"""Printing for the terminal: live task lines, diffs, the recap table."""
+"""Printing for the terminal: live task lines, diffs, the recap table.
+
+Rich is imported when something is printed, not when this module is imported: ``gpuhost --help``
+and ``--version`` never need it.
+"""
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import Any
-
-from rich.console import Console
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING, Any
 
 from gpuhost.redact import redact
-from gpuhost.runner.results import RunReport, TaskResult
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from gpuhost.runner.results import RunReport, TaskResult
 
 _STYLE = {"ok": "green", "changed": "yellow", "failed": "bold red", "skipped": "cyan"}
 
-console = Console(highlight=False, soft_wrap=True)
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+
+class _LazyConsole:
+    """A :class:`rich.console.Console` made on first use (``console.print(...)`` works as usual)."""
+
+    def __init__(self, stderr: bool) -> None:
+        self._stderr = stderr
+        self._console: Console | None = None
+
+    def _real(self) -> Console:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(stderr=self._stderr, highlight=False, soft_wrap=True)
+        return self._console
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real(), name)
+
+
+console: Any = _LazyConsole(stderr=False)
+err_console: Any = _LazyConsole(stderr=True)
 
 
 def print_json(obj: Any) -> None:
@@ -24,6 +47,9 @@ def print_json(obj: Any) -> None:
 
 
 def error(message: str) -> None:
+    """``error: message`` on stderr (redacted)."""
+    from rich.text import Text
+
     err_console.print(Text("error: ", style="bold red") + Text(redact(message)))
 
 
@@ -35,6 +61,8 @@ class LivePrinter:
         self.check = check
 
     def __call__(self, r: TaskResult) -> None:
+        from rich.text import Text
+
         label = r.status
         if r.status == "changed" and self.check:
             label = "would change"
@@ -52,6 +80,9 @@ class LivePrinter:
 
 
 def print_recap(report: RunReport) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(title="recap" + (" (check mode: nothing was changed)" if report.check else ""),
                   title_justify="left")
     for col in ("host", "ok", "changed", "failed", "skipped", "note"):
@@ -70,3 +101,24 @@ def print_recap(report: RunReport) -> None:
                       Text(str(s.failed), style="bold red" if s.failed else ""), str(s.skipped), ", ".join(notes))
     console.print(table)
     console.print(f"{len(report.results)} tasks in {report.duration:.2f} s")
+
+
+_LEVEL_STYLE = {"PASS": "green", "INFO": "cyan", "WARN": "yellow", "FAIL": "bold red"}
+
+
+def print_findings(findings: list[Any]) -> None:
+    """One line per finding (level, subject, check, message), then its cause and fix indented."""
+    from rich.text import Text
+
+    for f in findings:
+        word = f.level.word
+        line = Text(f"{word:<5} ", style=_LEVEL_STYLE.get(word, "")) + Text(f"{f.subject}  {f.check}  ")
+        line += Text(redact(f.message))
+        console.print(line)
+        if f.level.word in ("WARN", "FAIL"):
+            if f.cause:
+                console.print(Text(f"      cause: {redact(f.cause)}", style="dim"))
+            if f.fix:
+                console.print(Text(f"      fix:   {redact(f.fix)}", style="dim"))
+    failed = sum(1 for f in findings if f.level.word == "FAIL")
+    console.print(f"{len(findings)} checks, {failed} failed")

@@ -6,74 +6,87 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from rich.text import Text
 
 from gpuhost.cli.app import app
-from gpuhost.cli.output import LivePrinter, console, error, print_json, print_recap
-from gpuhost.connection import open_connection
-from gpuhost.errors import GpuhostError, UsageError
-from gpuhost.facts.summary import gather
-from gpuhost.inventory import load_inventory
-from gpuhost.playbook import load_playbook
-from gpuhost.runner import RunOptions, run_playbook
-from gpuhost.yamlfile import parse_scalar
+from gpuhost.cli.flags import RunFlags, run_flags
+from gpuhost.errors import UsageError
 
 InventoryOpt = typer.Option(..., "-i", "--inventory", help="Inventory file (YAML).", exists=False)
+VerboseOpt = typer.Option(False, "--verbose", "-v", help="Show each remote command and its timing.")
 
 
-def parse_extra_vars(pairs: list[str]) -> dict[str, Any]:
+def parse_extra_vars(pairs: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``-e KEY=VALUE`` pairs → values and their origins (``-e:N`` in error messages)."""
+    from gpuhost.playbook.variables import Origin
+    from gpuhost.yamlfile import parse_scalar
+
     out: dict[str, Any] = {}
-    for pair in pairs:
+    origins: dict[str, Any] = {}
+    for i, pair in enumerate(pairs, start=1):
         key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise UsageError(f"-e expects KEY=VALUE, got '{pair}'")
-        out[key.strip()] = parse_scalar(value)
-    return out
+        key = key.strip()
+        if not sep or not key or not key.isidentifier():
+            raise UsageError(f"-e expects KEY=VALUE with KEY a variable name, got '{pair.split('=', 1)[0]}=…'")
+        out[key] = parse_scalar(value)
+        origins[key] = Origin("-e", line_no=i)
+    return out, origins
 
 
-def execute_playbook(playbook: Path, inventory: Path, *, check: bool, diff: bool, limit: str | None,
-                     tags: list[str], skip_tags: list[str], forks: int, allow_reboot: bool, as_json: bool,
-                     extra_vars: list[str], allow_restart: bool = False,
-                     preset_vars: dict[str, Any] | None = None) -> int:
-    """Load, run, print; returns the exit code. Shared by every command that runs a playbook."""
-    try:
-        inv = load_inventory(inventory)
-        book = load_playbook(playbook)
-        if limit:
-            inv.select(limit)  # unknown names are a usage error before anything runs
-        opts = RunOptions(check=check, limit=limit, tags=frozenset(tags), skip_tags=frozenset(skip_tags),
-                          forks=forks, allow_reboot=allow_reboot, allow_restart=allow_restart,
-                          extra_vars={**(preset_vars or {}), **parse_extra_vars(extra_vars)},
-                          on_result=None if as_json else LivePrinter(show_diff=diff, check=check))
-        report = run_playbook(book, inv, opts)
-    except GpuhostError as exc:
-        error(str(exc))
-        return exc.exit_code
-    if as_json:
+def run_with_flags(playbook: Path, inventory: Path, flags: RunFlags,
+                   preset_vars: dict[str, Any] | None = None) -> int:
+    """Load, run, print; returns the run's exit code. Errors are raised for the one handler in ``main``."""
+    from gpuhost.cli.output import LivePrinter, print_json, print_recap
+    from gpuhost.inventory.loader import load_inventory
+    from gpuhost.playbook.loader import load_playbook
+    from gpuhost.runner.run import RunOptions, run_playbook
+
+    if flags.verbose:
+        from gpuhost.cli import verbose
+
+        verbose.enable()
+    from gpuhost.playbook.variables import Origin
+
+    inv = load_inventory(inventory)
+    book = load_playbook(playbook)
+    if flags.limit:
+        inv.select(flags.limit)  # unknown names are a usage error before anything runs
+    extra, origins = parse_extra_vars(flags.extra_vars)
+    preset = preset_vars or {}
+    opts = RunOptions(check=flags.check, limit=flags.limit, tags=frozenset(flags.tags),
+                      skip_tags=frozenset(flags.skip_tags), forks=flags.forks, allow_reboot=flags.allow_reboot,
+                      allow_restart=flags.allow_restart,
+                      extra_vars={**preset, **extra},
+                      extra_origins={**{k: Origin(f"--{k.removeprefix('lxc_')}") for k in preset}, **origins},
+                      on_result=None if flags.as_json else LivePrinter(show_diff=flags.diff, check=flags.check))
+    report = run_playbook(book, inv, opts)
+    if flags.as_json:
         print_json(report.to_json())
     else:
         print_recap(report)
     return report.exit_code
 
 
+def execute_playbook(playbook: Path, inventory: Path, *, check: bool, diff: bool, limit: str | None,
+                     tags: list[str], skip_tags: list[str], forks: int, allow_reboot: bool, as_json: bool,
+                     extra_vars: list[str], allow_restart: bool = False,
+                     preset_vars: dict[str, Any] | None = None, verbose: bool = False) -> int:
+    """Keyword form of :func:`run_with_flags`, for callers that do not hold a :class:`RunFlags`."""
+    flags = RunFlags(check=check, diff=diff, limit=limit, tags=tags, skip_tags=skip_tags, forks=forks,
+                     allow_reboot=allow_reboot, allow_restart=allow_restart, as_json=as_json,
+                     extra_vars=extra_vars, verbose=verbose)
+    return run_with_flags(playbook, inventory, flags, preset_vars)
+
+
 @app.command("run")
+@run_flags
 def run_command(
     playbook: Path = typer.Argument(..., help="Playbook file (YAML)."),
     inventory: Path = InventoryOpt,
-    check: bool = typer.Option(False, "--check", help="Show what would change; change nothing."),
-    diff: bool = typer.Option(False, "--diff", help="Show file differences."),
-    limit: str | None = typer.Option(None, "--limit", "-l", help="Only these nodes or groups (comma list)."),
-    tags: list[str] = typer.Option([], "--tags", "-t", help="Only tasks with these tags."),
-    skip_tags: list[str] = typer.Option([], "--skip-tags", help="Skip tasks with these tags."),
-    forks: int = typer.Option(10, "--forks", "-f", min=1, help="Hosts worked on at once."),
-    allow_reboot: bool = typer.Option(False, "--allow-reboot", help="Let gpuhost reboot hosts that need it."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object (schema gpuhost.run/1)."),
-    extra_vars: list[str] = typer.Option([], "-e", "--extra-vars", help="KEY=VALUE, overrides every other var."),
+    *,
+    flags: RunFlags,
 ) -> None:
     """Run a playbook against an inventory."""
-    raise typer.Exit(execute_playbook(playbook, inventory, check=check, diff=diff, limit=limit, tags=tags,
-                                      skip_tags=skip_tags, forks=forks, allow_reboot=allow_reboot,
-                                      as_json=as_json, extra_vars=extra_vars))
+    raise typer.Exit(run_with_flags(playbook, inventory, flags))
 
 
 @app.command("facts")
@@ -81,17 +94,25 @@ def facts_command(
     host: str = typer.Argument(..., help="A node of the inventory."),
     inventory: Path = InventoryOpt,
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    verbose: bool = VerboseOpt,
 ) -> None:
     """Show what gpuhost knows about a node."""
-    try:
-        inv = load_inventory(inventory)
-        if host not in inv.nodes:
-            raise UsageError(f"'{host}' is not a node of {inventory}")
-        with open_connection(inv.nodes[host]) as conn:
-            facts = gather(conn)
-    except GpuhostError as exc:
-        error(str(exc))
-        raise typer.Exit(exc.exit_code) from None
+    from rich.text import Text
+
+    from gpuhost.cli.output import console, print_json
+    from gpuhost.facts.summary import summary
+    from gpuhost.inventory.loader import load_inventory
+    from gpuhost.runner.connect import open_connection, read_fact
+
+    if verbose:
+        from gpuhost.cli import verbose as verbose_log
+
+        verbose_log.enable()
+    inv = load_inventory(inventory)
+    if host not in inv.nodes:
+        raise UsageError(f"'{host}' is not a node of {inventory}")
+    with open_connection(inv.nodes[host]) as conn:
+        facts = read_fact(conn, summary)
     if as_json:
         print_json({"host": host, "facts": facts})
         return

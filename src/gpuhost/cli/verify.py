@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -12,18 +13,20 @@ from gpuhost.cli.output import console, error, print_json
 from gpuhost.connection.base import Connection
 from gpuhost.errors import GpuhostError, UsageError
 
-verify_app = typer.Typer(help="Verify a machine: GPU peer-to-peer paths.", no_args_is_help=True)
+verify_app = typer.Typer(help="Verify a machine: the host, its GPU containers, GPU peer-to-peer paths.",
+                         no_args_is_help=True)
 app.add_typer(verify_app, name="verify")
 
 
 def _connection(host: str | None, inventory: Path | None) -> Connection:
-    from gpuhost.connection import LocalConnection, open_connection
+    from gpuhost.connection.local import LocalConnection
+    from gpuhost.runner.connect import open_connection
 
     if host is None:
         return LocalConnection()
     if inventory is None:
         raise UsageError("--host needs -i INVENTORY")
-    from gpuhost.inventory import load_inventory
+    from gpuhost.inventory.loader import load_inventory
 
     inv = load_inventory(inventory)
     if host not in inv.nodes:
@@ -107,3 +110,49 @@ def p2p_command(
         for item in render(outcome):
             console.print(item)
     raise typer.Exit(outcome.exit_code)
+
+
+def _print_findings(report: Any, as_json: bool) -> None:
+    from gpuhost.cli.output import print_findings, print_json
+
+    if as_json:
+        print_json(report.to_json())
+    else:
+        print_findings(report.findings)
+
+
+@verify_app.command("host")
+def verify_host_command(
+    inventory: Path = typer.Option(..., "-i", "--inventory", help="Inventory file (YAML)."),
+    limit: str | None = typer.Option(None, "--limit", "-l", help="Only these nodes or groups (comma list)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object (schema gpuhost.verify/1)."),
+) -> None:
+    """Prove each node booted as provisioned: IOMMU tokens, passthrough, groups, driver, uvm, persistenced.
+
+    Exit 0 when every check passes, 1 when one fails, 2 on bad input.
+    """
+    from gpuhost.inventory.loader import load_inventory
+    from gpuhost.runner.verify import verify
+
+    report = verify(load_inventory(inventory), "host", limit=limit)
+    _print_findings(report, as_json)
+    raise typer.Exit(report.exit_code)
+
+
+@verify_app.command("lxc")
+def verify_lxc_command(
+    inventory: Path = typer.Option(..., "-i", "--inventory", help="Inventory file (YAML)."),
+    limit: str | None = typer.Option(None, "--limit", "-l", help="Only these nodes or groups (comma list)."),
+    ctid: list[int] = typer.Option([], "--ctid", help="Only this container (repeat for more)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object (schema gpuhost.verify/1)."),
+) -> None:
+    """Prove each GPU container is ready: GPUs listed, driver = host module, uvm, memlock, cuInit.
+
+    Exit 0 when every check passes, 1 when one fails, 2 on bad input.
+    """
+    from gpuhost.inventory.loader import load_inventory
+    from gpuhost.runner.verify import verify
+
+    report = verify(load_inventory(inventory), "lxc", limit=limit, ctids=ctid or None)
+    _print_findings(report, as_json)
+    raise typer.Exit(report.exit_code)

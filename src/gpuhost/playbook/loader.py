@@ -24,7 +24,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from gpuhost import yamlfile
+from gpuhost.core.operation import Operation
 from gpuhost.errors import PlaybookError
 from gpuhost.operations import table as operations
 from gpuhost.playbook.models import Play, Playbook, RoleRef, TaskSpec
@@ -82,9 +85,29 @@ def _task(doc: _Doc, raw: Any, loc: list[str | int]) -> TaskSpec:
     name = raw.get("name") or kind
     if not isinstance(name, str):
         raise doc.error("must be a string", [*loc, "name"], field="name")
-    return TaskSpec(name=name, kind=kind, args=dict(args), origin=doc.origin([*loc, kind]),
+    spec = TaskSpec(name=name, kind=kind, args=dict(args), origin=doc.origin([*loc, kind]),
                     tags=_str_list(doc, raw.get("tags"), "tags", [*loc, "tags"]),
                     notify=_str_list(doc, raw.get("notify"), "notify", [*loc, "notify"]))
+    if not spec.templated:
+        build_operation(spec, spec.args)  # argument errors now; templated ones once variables are known
+    return spec
+
+
+def build_operation(spec: TaskSpec, args: dict[str, Any]) -> Operation[Any]:
+    """The task's operation from (rendered) arguments, or a PlaybookError naming the line and field."""
+    cls = operations.get(spec.kind)
+    assert cls is not None  # checked when the task was read
+    try:
+        return cls.from_dict(args, operations.get)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = [p for p in first["loc"] if not (isinstance(p, str) and "[" in p)]
+        msg = "unknown field" if first["type"] == "extra_forbidden" else str(first["msg"]).removeprefix(
+            "Value error, ")
+        raise PlaybookError(msg, file=spec.origin.file, line=spec.origin.line(loc),
+                            field=".".join(str(p) for p in (spec.kind, *loc))) from None
+    except (ValueError, TypeError) as exc:
+        raise PlaybookError(str(exc), file=spec.origin.file, line=spec.origin.line(), field=spec.kind) from None
 
 
 def _role_ref(doc: _Doc, raw: Any, loc: list[str | int]) -> RoleRef:

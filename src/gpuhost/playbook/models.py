@@ -24,6 +24,21 @@ class TaskSpec:
     def is_flush(self) -> bool:
         return self.kind == "meta"
 
+    @property
+    def templated(self) -> bool:
+        """Whether an argument holds a template (then it is validated per host, once variables are known)."""
+        return _templated(self.args)
+
+
+def _templated(value: Any) -> bool:
+    if isinstance(value, str):
+        return "{{" in value or "{%" in value
+    if isinstance(value, dict):
+        return any(_templated(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_templated(v) for v in value)
+    return False
+
 
 @dataclass(frozen=True)
 class RoleRef:

@@ -1,6 +1,2 @@
-"""The runner: for each host, facts → operations decide → actions applied; results recorded."""
-
-from gpuhost.runner.results import HostSummary, RunReport, TaskResult
-from gpuhost.runner.run import RunOptions, run_playbook
-
-__all__ = ["HostSummary", "RunOptions", "RunReport", "TaskResult", "run_playbook"]
+"""The runner: checks the run whole (:mod:`~gpuhost.runner.prepare`), then for each host facts →
+operations decide → actions applied (:mod:`~gpuhost.runner.run`); results in :mod:`~gpuhost.runner.results`."""

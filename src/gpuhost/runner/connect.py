@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any, TypeVar
+
 from gpuhost.connection.base import Connection
+from gpuhost.core.facts import Fact
 from gpuhost.errors import ConnectionFailed
 from gpuhost.inventory.models import NodeSpec
 from gpuhost.secrets import read_secret
-from gpuhost.pve.api import PveApi, TokenRoute
+
+if TYPE_CHECKING:
+    from gpuhost.pve.api import PveApi, TokenRoute
+
+T = TypeVar("T")
 
 
 def open_connection(node: NodeSpec) -> Connection:
@@ -39,11 +46,20 @@ def token_route(node: NodeSpec) -> TokenRoute | None:
     secret = read_secret(f"{node.name}: API token", env=api.token_secret_env, file=api.token_secret_file)
     if secret is None:
         return None
+    from gpuhost.pve.api import TokenRoute
+
     return TokenRoute(url=api.url, token_id=api.token_id, token_secret=secret, ca_file=api.ca_file,
                       verify_tls=api.verify_tls)
 
 
+def read_fact(conn: Connection, fact: Fact[T], *args: Any) -> T:
+    """One fact read through a connection, outside a run (``gpuhost facts``, ``gpuhost verify``)."""
+    return fact.parse(conn.run(fact.command(*args), check=False), *args)
+
+
 def pve_api(node: NodeSpec, conn: Connection) -> PveApi:
+    from gpuhost.pve.api import PveApi
+
     return PveApi(conn, token_route(node))
 
 

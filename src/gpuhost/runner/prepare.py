@@ -12,12 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
-
 from gpuhost.core.task import FLUSH_HANDLERS, Task
 from gpuhost.errors import ConfigError, GpuhostError, InventoryError, PlaybookError, TemplateError
-from gpuhost.inventory import Inventory
-from gpuhost.operations import table as operations
+from gpuhost.inventory.loader import Inventory
+from gpuhost.playbook.loader import build_operation
 from gpuhost.playbook.models import Play, Playbook, RoleRef, TaskSpec
 from gpuhost.playbook.variables import Layer, MergedVars, Origin, merge, validate_role_vars
 from gpuhost.roles.base import Role, RoleVars
@@ -72,23 +70,11 @@ def _render_vars(merged: MergedVars, templates: Templates, host: str, node: dict
 def _build_task(spec: TaskSpec, variables: dict[str, Any], templates: Templates) -> Task:
     if spec.is_flush:
         return FLUSH_HANDLERS
-    cls = operations.get(spec.kind)
-    assert cls is not None  # the loader checked it
     try:
         args = templates.render_value(spec.args, variables)
     except GpuhostError as exc:
         raise _err(exc, spec.origin, fld=spec.kind) from None
-    try:
-        op = cls.from_dict(args, operations.get)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = [p for p in first["loc"] if not (isinstance(p, str) and "[" in p)]
-        msg = "unknown field" if first["type"] == "extra_forbidden" else str(first["msg"]).removeprefix(
-            "Value error, ")
-        raise PlaybookError(msg, file=spec.origin.file, line=spec.origin.line(loc),
-                            field=".".join(str(p) for p in (spec.kind, *loc))) from None
-    except (ValueError, TypeError) as exc:
-        raise PlaybookError(str(exc), file=spec.origin.file, line=spec.origin.line(), field=spec.kind) from None
+    op = build_operation(spec, args)
     src = getattr(op.args, "src", None)
     if spec.kind == "template" and isinstance(src, str):
         try:

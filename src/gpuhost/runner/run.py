@@ -17,7 +17,7 @@ from gpuhost.core.actions import RebootHost, RestartGuest
 from gpuhost.core.operation import SkipTask
 from gpuhost.core.task import Task
 from gpuhost.errors import ConnectionFailed, GpuhostError
-from gpuhost.inventory import Inventory
+from gpuhost.inventory.loader import Inventory
 from gpuhost.inventory.models import NodeSpec
 from gpuhost.playbook.models import Playbook
 from gpuhost.playbook.variables import Layer, Origin

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuhost.connection import open_connection
+from gpuhost.runner.connect import open_connection
 from gpuhost.connection.pct import PctConnection
 from gpuhost.facts.host import host_facts
 from gpuhost.facts.nvidia import userspace_version

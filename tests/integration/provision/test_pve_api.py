@@ -3,9 +3,9 @@ over the verified SSH connection for root-only keys."""
 
 import pytest
 
-from gpuhost.connection import open_connection
+from gpuhost.runner.connect import open_connection
 from gpuhost.errors import OperationFailed
-from gpuhost.inventory import load_inventory
+from gpuhost.inventory.loader import load_inventory
 from gpuhost.pve.api import PveApi, root_only
 
 pytestmark = pytest.mark.integration

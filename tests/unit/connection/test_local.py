@@ -3,7 +3,7 @@ import stat
 
 import pytest
 
-from gpuhost.connection import LocalConnection
+from gpuhost.connection.local import LocalConnection
 from gpuhost.connection.base import BACKUP_SUFFIX
 from gpuhost.errors import CommandFailed
 from gpuhost.redact import register_secret

@@ -4,7 +4,8 @@ from pathlib import Path
 import pytest
 
 from gpuhost.errors import InventoryError, SecretError
-from gpuhost.inventory import load_inventory, read_secret
+from gpuhost.inventory.loader import load_inventory
+from gpuhost.secrets import read_secret
 from gpuhost.redact import redact
 
 

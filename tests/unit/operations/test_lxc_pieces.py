@@ -9,7 +9,7 @@ from gpuhost.facts.hardware import parse_proc_devices
 from gpuhost.facts.nvidia import parse_nvml_library_versions
 from gpuhost.facts.pve import parse_pveversion
 from gpuhost.operations.lxc import dev_entries, device_major, legacy_lines, pick_template
-from gpuhost.operations.lxc_checks import explain_nvidia_smi_failure
+from gpuhost.checks.container import explain_nvidia_smi_failure
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "host"
 
@@ -57,13 +57,13 @@ def test_missing_uvm_major_is_a_clear_error():
 
 def test_explain_version_mismatch_from_real_output():
     text = (FIX / "nvidia" / "nvidia-smi-version-mismatch-with-proc-version-580.txt").read_text()
-    msg = explain_nvidia_smi_failure(text)
+    msg = " ".join(explain_nvidia_smi_failure(text))
     assert "version mismatch" in msg and "(580.178)" in msg and "--no-kernel-modules" in msg
 
 
 def test_explain_no_driver_communication_from_real_output():
     text = (FIX / "nvidia" / "nvidia-smi-failed-communicate-single-line.txt").read_text()
-    assert "device nodes are not passed through" in explain_nvidia_smi_failure(text)
+    assert "device nodes are not passed through" in explain_nvidia_smi_failure(text)[0]
 
 
 def test_nvml_library_versions_from_a_listing():

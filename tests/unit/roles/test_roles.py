@@ -2,9 +2,13 @@ from gpuhost.facts.boot import BootInfo
 from gpuhost.facts.hardware import IommuState, PciDevice
 from gpuhost.facts.host import HostFacts
 from gpuhost.inventory.models import ContainerSpec
-from gpuhost.operations.host_checks import diagnose_cmdline
+from gpuhost.checks.host import diagnose_cmdline
 from gpuhost.roles.lxc_gpu import gpu_devices
-from gpuhost.roles.proxmox_host import cmdline_tokens
+from gpuhost.roles.proxmox_host import ProxmoxHostVars, cmdline_tokens
+
+
+def pv(**kw):
+    return ProxmoxHostVars(gpu_path="none", **kw)
 
 
 def facts(**kw):
@@ -18,11 +22,11 @@ def facts(**kw):
 
 
 def test_tokens_by_cpu_vendor():
-    assert cmdline_tokens("amd", {}) == ["iommu=pt", "amd_iommu=on"]
-    assert cmdline_tokens("intel", {"cmdline_extra": ["pcie_aspm=off"]}) == ["iommu=pt", "intel_iommu=on",
+    assert cmdline_tokens("amd", pv()) == ["iommu=pt", "amd_iommu=on"]
+    assert cmdline_tokens("intel", pv(cmdline_extra=["pcie_aspm=off"])) == ["iommu=pt", "intel_iommu=on",
                                                                              "pcie_aspm=off"]
-    assert cmdline_tokens("amd", {"iommu_vendor_token": False}) == ["iommu=pt"]
-    assert "amd_iommu=pt" not in cmdline_tokens("amd", {})
+    assert cmdline_tokens("amd", pv(iommu_vendor_token=False)) == ["iommu=pt"]
+    assert "amd_iommu=pt" not in cmdline_tokens("amd", pv())
 
 
 def test_diagnosis_names_the_wrong_file():

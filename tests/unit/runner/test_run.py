@@ -1,9 +1,10 @@
+import pytest
 import hashlib
 from pathlib import Path
 
-from gpuhost.inventory import load_inventory
-from gpuhost.playbook import load_playbook
-from gpuhost.runner import RunOptions, run_playbook
+from gpuhost.inventory.loader import load_inventory
+from gpuhost.playbook.loader import load_playbook
+from gpuhost.runner.run import RunOptions, run_playbook
 from tests.support.local import local_inventory
 
 
@@ -145,11 +146,28 @@ def test_inventory_consent_allows_a_reboot_only_for_that_host(tmp_path):
     - reboot: {reason: test}
 """)
     inv_path = local_inventory(tmp_path, ["h1"])
-    inv_path.write_text(inv_path.read_text().replace("connection: local", "connection: local\n    vars: {allow_reboot: true}"))
+    inv_path.write_text(inv_path.read_text().replace("connection: local", "connection: local\n    allow_reboot: true"))
     report = run_playbook(load_playbook(book), load_inventory(inv_path))
     # consent given: the runner tries, and refuses only because it will never reboot its own machine
     assert report.results[0].status == "failed"
-    assert "will not reboot the machine gpuhost runs on" in report.results[0].error
+    assert "the machine gpuhost runs on" in report.results[0].error
+
+
+@pytest.mark.parametrize("where", ["inventory vars", "play vars", "-e"])
+def test_consent_never_comes_from_variables(tmp_path, where):
+    book_text = "- hosts: all\n  tasks:\n    - reboot: {reason: test}\n"
+    if where == "play vars":
+        book_text = "- hosts: all\n  vars: {allow_reboot: true}\n  tasks:\n    - reboot: {reason: test}\n"
+    book = playbook(tmp_path, book_text)
+    inv_path = local_inventory(tmp_path, ["h1"])
+    if where == "inventory vars":
+        inv_path.write_text(inv_path.read_text().replace("connection: local",
+                                                         "connection: local\n    vars: {allow_reboot: true}"))
+    opts = RunOptions(extra_vars={"allow_reboot": True, "allow_restart": True} if where == "-e" else {})
+    report = run_playbook(load_playbook(book), load_inventory(inv_path), opts)
+    assert report.results[0].status == "skipped"
+    assert "rerun with --allow-reboot" in report.results[0].reason
+    assert report.hosts["h1"].reboot_required
 
 
 def test_hosts_run_in_parallel_up_to_forks(tmp_path):

@@ -7,6 +7,7 @@ here with gcc. Built once per lab into ``<state>/nvidia``; nodes get them under
 from __future__ import annotations
 
 import hashlib
+import importlib.resources
 import io
 import shutil
 import subprocess
@@ -17,8 +18,6 @@ from pathlib import Path
 
 import gpuhost.lab.node.nvidia as nvidia_pkg
 from gpuhost.errors import LabError
-from gpuhost.lab.gpu.libcuda_c import SOURCE as LIBCUDA_SOURCE
-from gpuhost.lab.gpu.prlimit_c import SOURCE as PRLIMIT_SOURCE
 
 NODE_DIR = "/srv/gpuhost-lab/nvidia"
 
@@ -54,6 +53,12 @@ class Installer:
         return f"file://{NODE_DIR}/{self.file_name}"
 
 
+def c_source(name: str) -> str:
+    """A C source shipped beside this module as package data: ``libcuda.c`` (the lab's ``libcuda``,
+    also installed as ``libnvidia-ml``) or ``prlimit_memlock.c`` (the memlock preload)."""
+    return importlib.resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+
+
 def compile_shared(source: str, out: Path, what: str, flags: list[str]) -> None:
     gcc = shutil.which("gcc") or shutil.which("cc")
     if gcc is None:
@@ -68,12 +73,12 @@ def compile_shared(source: str, out: Path, what: str, flags: list[str]) -> None:
 
 
 def compile_libcuda(version: str, out: Path) -> None:
-    compile_shared(LIBCUDA_SOURCE, out, f"libcuda {version}",
+    compile_shared(c_source("libcuda.c"), out, f"libcuda {version}",
                    [f'-DLAB_DRIVER_VERSION="{version}"', "-Wl,-soname,libcuda.so.1"])
 
 
 def compile_memlock_preload(out: Path) -> None:
-    compile_shared(PRLIMIT_SOURCE, out, "memlock preload", [])
+    compile_shared(c_source("prlimit_memlock.c"), out, "memlock preload", [])
 
 
 def _payload(version: str, libcuda: Path) -> bytes:

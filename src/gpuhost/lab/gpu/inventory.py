@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+from gpuhost.inventory.models import ContainerSpec
 from gpuhost.lab.spec import NodeSpec
 
 CONTAINER_ID = 200
-
-
-def _q(value: str) -> str:
-    return json.dumps(value)
 
 
 def drivers(state_dir: Path) -> dict[str, object] | None:
@@ -22,26 +20,24 @@ def drivers(state_dir: Path) -> dict[str, object] | None:
     return json.loads(path.read_text())
 
 
-def vars_yaml(state_dir: Path) -> str:
-    """The top-level ``vars:`` block (``vars: {}`` for a lab without GPUs)."""
+def lab_vars(state_dir: Path) -> dict[str, Any]:
+    """The top-level ``vars`` (empty for a lab without GPUs): the driver pin and every installer."""
     d = drivers(state_dir)
     if d is None:
-        return "vars: {}\n"
+        return {}
     table: dict[str, dict[str, str]] = d["drivers"]   # type: ignore[assignment]
     pin = str(d["default"])
-    out = ["vars:\n",
-           f"  nvidia_driver: {{version: {_q(pin)}, url: {_q(table[pin]['url'])}, sha256: {_q(table[pin]['sha256'])}}}\n",
-           "  lab_nvidia_drivers:\n"]
-    for version, entry in table.items():
-        out.append(f"    {_q(version)}: {{url: {_q(entry['url'])}, sha256: {_q(entry['sha256'])}}}\n")
-    return "".join(out)
+    return {
+        "nvidia_driver": {"version": pin, "url": table[pin]["url"], "sha256": table[pin]["sha256"]},
+        "lab_nvidia_drivers": {str(version): {"url": entry["url"], "sha256": entry["sha256"]}
+                               for version, entry in table.items()},
+    }
 
 
-def node_yaml(node: NodeSpec) -> str:
-    """Lines under a node: its GPU container."""
+def containers(node: NodeSpec) -> dict[int, ContainerSpec]:
+    """A node's GPU container (none without GPUs)."""
     if not node.gpus:
-        return ""
+        return {}
     storage = "local-zfs" if node.boot == "systemd-boot" else "local-lvm"
-    return ("    containers:\n"
-            f"      {CONTAINER_ID}: {{hostname: llm, gpus: all, memory: 65536, cores: 16, swap: 0, "
-            f"rootfs: {_q(storage + ':8')}}}\n")
+    return {CONTAINER_ID: ContainerSpec(hostname="llm", gpus="all", memory=65536, cores=16, swap=0,
+                                        rootfs=f"{storage}:8")}

@@ -29,7 +29,7 @@ KERNEL_SHIMS: dict[str, tuple[str, str, str]] = {
     "modinfo": ("/usr/sbin/modinfo", "kmod", "modinfo_main"),
     "lsmod": ("/usr/sbin/lsmod", "kmod", "lsmod_main"),
 }
-#: the preload that shows a container its configured memlock limit (see gpuhost.lab.gpu.prlimit_c)
+#: the preload that shows a container its configured memlock limit (source: gpuhost/lab/gpu/prlimit_memlock.c)
 MEMLOCK_PRELOAD = f"{node_paths.LAB_LIB}/prlimit-memlock.so"
 #: modules a PVE kernel ships (name -> path under /lib/modules/<kernel>/kernel)
 STOCK_MODULES = {

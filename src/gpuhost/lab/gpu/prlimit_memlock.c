@@ -1,13 +1,12 @@
-"""C source of the lab's ``memlock`` preload (``prlimit-memlock.so``).
-
-LXC applies ``lxc.prlimit.memlock`` to a container's init and everything under it. Raising a hard
-limit needs CAP_SYS_RESOURCE, which the lab's machine does not grant to root, so a container whose
-configuration asks for more than the machine allows gets this preload instead: ``getrlimit``/
-``prlimit`` report the configured ``RLIMIT_MEMLOCK`` (from ``GPUHOST_LAB_MEMLOCK``: ``unlimited``
-or bytes), so ``ulimit -l`` answers as on a real node. Every other limit is the real one.
-"""
-
-SOURCE = r"""
+/*
+ * C source of the lab's ``memlock`` preload (``prlimit-memlock.so``).
+ *
+ * LXC applies ``lxc.prlimit.memlock`` to a container's init and everything under it. Raising a hard
+ * limit needs CAP_SYS_RESOURCE, which the lab's machine does not grant to root, so a container whose
+ * configuration asks for more than the machine allows gets this preload instead: ``getrlimit``/
+ * ``prlimit`` report the configured ``RLIMIT_MEMLOCK`` (from ``GPUHOST_LAB_MEMLOCK``: ``unlimited``
+ * or bytes), so ``ulimit -l`` answers as on a real node. Every other limit is the real one.
+ */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -69,4 +68,3 @@ int setrlimit(__rlimit_resource_t resource, const struct rlimit *rlim) {
     if (!real) real = dlsym(RTLD_NEXT, "setrlimit");
     return real(resource, rlim);
 }
-"""

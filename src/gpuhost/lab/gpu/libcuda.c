@@ -1,13 +1,12 @@
-"""C source of the lab's ``libcuda.so.<version>`` (also installed as ``libnvidia-ml.so.<version>``).
-
-A real shared library, so ``ctypes.CDLL('libcuda.so.1')`` and ``cuInit(0)`` behave as on a real
-system: 0 only when the driver is loaded at this library's exact version and both /dev/nvidiactl
-and /dev/nvidia-uvm are present; 803 (CUDA_ERROR_SYSTEM_DRIVER_MISMATCH) for another version;
-999 (CUDA_ERROR_UNKNOWN) without /dev/nvidia-uvm; 100 (CUDA_ERROR_NO_DEVICE) without the driver
-or any /dev/nvidiaN. ``cuDeviceGetCount`` counts the /dev/nvidiaN nodes this process can see.
-"""
-
-SOURCE = r"""
+/*
+ * C source of the lab's ``libcuda.so.<version>`` (also installed as ``libnvidia-ml.so.<version>``).
+ *
+ * A real shared library, so ``ctypes.CDLL('libcuda.so.1')`` and ``cuInit(0)`` behave as on a real
+ * system: 0 only when the driver is loaded at this library's exact version and both /dev/nvidiactl
+ * and /dev/nvidia-uvm are present; 803 (CUDA_ERROR_SYSTEM_DRIVER_MISMATCH) for another version;
+ * 999 (CUDA_ERROR_UNKNOWN) without /dev/nvidia-uvm; 100 (CUDA_ERROR_NO_DEVICE) without the driver
+ * or any /dev/nvidiaN. ``cuDeviceGetCount`` counts the /dev/nvidiaN nodes this process can see.
+ */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -156,4 +155,3 @@ int nvmlDeviceGetCount_v2(unsigned int *count) {
     *count = (unsigned int)count_gpus();
     return 0;
 }
-"""

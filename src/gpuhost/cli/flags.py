@@ -1,0 +1,80 @@
+"""The run flags every playbook-running command takes, defined once.
+
+``@run_flags`` adds them to a command's signature (typer reads it) and hands the command one
+:class:`RunFlags` as its ``flags`` argument::
+
+    @app.command("run")
+    @run_flags
+    def run_command(playbook: Path = typer.Argument(...), *, flags: RunFlags) -> None: ...
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from typing import Any, TypeVar
+
+import typer
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class RunFlags:
+    check: bool = False
+    diff: bool = False
+    limit: str | None = None
+    tags: list[str] = field(default_factory=list)
+    skip_tags: list[str] = field(default_factory=list)
+    forks: int = 10
+    allow_reboot: bool = False
+    allow_restart: bool = False
+    as_json: bool = False
+    extra_vars: list[str] = field(default_factory=list)
+    verbose: bool = False
+
+
+#: name → (type typer parses, typer.Option); the order is the order ``--help`` lists them in.
+_OPTIONS: dict[str, tuple[Any, Any]] = {
+    "check": (bool, typer.Option(False, "--check", help="Show what would change; change nothing.")),
+    "diff": (bool, typer.Option(False, "--diff", help="Show file differences.")),
+    "limit": (str | None, typer.Option(None, "--limit", "-l", help="Only these nodes or groups (comma list).")),
+    "tags": (list[str], typer.Option([], "--tags", "-t", help="Only tasks with these tags.")),
+    "skip_tags": (list[str], typer.Option([], "--skip-tags", help="Skip tasks with these tags.")),
+    "forks": (int, typer.Option(10, "--forks", "-f", min=1, help="Hosts worked on at once.")),
+    "allow_reboot": (bool, typer.Option(False, "--allow-reboot",
+                                        help="Reboot nodes whose kernel must restart.")),
+    "allow_restart": (bool, typer.Option(False, "--allow-restart",
+                                         help="Restart running containers whose devices changed.")),
+    "as_json": (bool, typer.Option(False, "--json", help="Print one JSON object (schema gpuhost.run/1).")),
+    "extra_vars": (list[str], typer.Option([], "-e", "--extra-vars",
+                                           help="KEY=VALUE, overrides every other var (e.g. -e gpu_path=vm).")),
+    "verbose": (bool, typer.Option(False, "--verbose", "-v", help="Show each remote command and its timing.")),
+}
+assert list(_OPTIONS) == [f.name for f in fields(RunFlags)]
+
+FLAG_OPTIONS = tuple(_OPTIONS)
+
+
+def run_flags(func: F) -> F:
+    """Give ``func`` the shared run flags; it receives them as ``flags: RunFlags``."""
+    sig = inspect.signature(func, eval_str=True)
+    own = [p for p in sig.parameters.values() if p.name != "flags"]
+    clash = {p.name for p in own} & set(_OPTIONS)
+    if clash:
+        raise TypeError(f"{func.__name__}: parameters {sorted(clash)} are run flags already")
+    shared = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation)
+              for name, (annotation, option) in _OPTIONS.items()]
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        flags = RunFlags(**{name: kwargs.pop(name) for name in _OPTIONS if name in kwargs})
+        return func(*args, flags=flags, **kwargs)
+
+    wrapper.__signature__ = sig.replace(parameters=[*own, *shared])  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {**{p.name: p.annotation for p in own},
+                               **{name: annotation for name, (annotation, _) in _OPTIONS.items()}}
+    del wrapper.__wrapped__  # type: ignore[attr-defined]  # typer must see the new signature, not the original
+    return wrapper  # type: ignore[return-value]

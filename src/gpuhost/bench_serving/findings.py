@@ -10,6 +10,7 @@ Thresholds:
 
 from __future__ import annotations
 
+from itertools import pairwise
 from typing import Any
 
 from gpuhost.bench_serving.results import LevelSummary
@@ -114,7 +115,7 @@ def check_failed_requests(summaries: list[LevelSummary], target: str = "server")
 def check_ttft_explosion(summaries: list[LevelSummary], target: str = "server") -> list[Finding]:
     out = []
     levels = [s for s in _ordered(summaries) if s.result.status != "failed"]
-    for prev, cur in zip(levels, levels[1:]):
+    for prev, cur in pairwise(levels):
         a, b = _num(prev.figure("median_ttft_ms")), _num(cur.figure("median_ttft_ms"))
         if a is None or b is None or a <= 0:
             continue

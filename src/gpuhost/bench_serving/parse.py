@@ -245,7 +245,7 @@ def split_printed_blocks(text: str) -> list[list[str]]:
 # ------------------------------------------------------------------------------------------ JSONL
 
 
-_SECRET_KEY_RE = re.compile(r"(api[_-]?key|token|secret|password|passwd|credential|authorization)", re.I)
+_SECRET_KEY_RE = re.compile(r"(api[_-]?key|token|secret|password|passwd|credential|authorization)", re.IGNORECASE)
 _SECRET_FLAG_RE = re.compile(
     r"(--(?:admin-)?api-key(?:=|\s+)|--hf-token(?:=|\s+)|(?:HF_TOKEN|OPENAI_API_KEY|SGLANG_API_KEY)=)(\S+)")
 

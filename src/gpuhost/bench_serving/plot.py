@@ -51,7 +51,7 @@ def plot_sweep(doc: dict[str, Any], path: Path) -> Path:
     ax_w.set_xlabel(xlabel)
     ax_w.grid(True, alpha=0.3)
     if gpu_ids or limit:
-        ax_w.legend(loc="upper left", ncol=min(5, len(gpu_ids) + 1), fontsize="small")
+        ax_w.legend(loc="center left", ncol=min(5, len(gpu_ids) + 1), fontsize="small")
     else:
         ax_w.text(0.5, 0.5, "no GPU samples", transform=ax_w.transAxes, ha="center")
     if xlabel == "concurrency" and len(xs) > 1 and min(xs) > 0 and max(xs) / min(xs) >= 8:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +77,7 @@ def build_document(summaries: list[LevelSummary], findings: list[Finding], *, sa
     """The one JSON document of a run (pure but for the default ``created`` timestamp)."""
     return {
         "schema": SCHEMA,
-        "created": created or datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "created": created or datetime.now(UTC).isoformat(timespec="seconds"),
         "target": target,
         "source_file": source_file,
         "sampler": None if samples is None else {

@@ -112,6 +112,10 @@ def _text(value: Any) -> Any:
     return value.decode() if isinstance(value, bytes) else value
 
 
+def _watts(milliwatts: Any) -> float | None:
+    return None if milliwatts is None else round(milliwatts / 1000.0, 2)
+
+
 def _nvlink_kib(nv: Any, handle: Any) -> tuple[int | None, int | None]:
     """Cumulative NVLink data TX/RX in KiB over all links (NVML field values), or ``None``."""
     tx_id = getattr(nv, "NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX", None)
@@ -139,8 +143,8 @@ def _nvml_gpu(nv: Any, index: int, handle: Any, prev: dict[int, tuple[float, int
     rx = _try(nv.nvmlDeviceGetPcieThroughput, handle, nv.NVML_PCIE_UTIL_RX_BYTES)
     sample: dict[str, Any] = {
         "index": index,
-        "power_w": None if power is None else round(power / 1000.0, 2),
-        "power_limit_w": None if limit is None else round(limit / 1000.0, 2),
+        "power_w": _watts(power),
+        "power_limit_w": _watts(limit),
         "util_gpu_pct": None if util is None else util.gpu,
         "util_mem_pct": None if util is None else util.memory,
         "sm_clock_mhz": _try(nv.nvmlDeviceGetClockInfo, handle, nv.NVML_CLOCK_SM),
@@ -166,8 +170,7 @@ def run_nvml(nv: Any, out: IO[str], interval_s: float, deadline: float | None, s
     count = nv.nvmlDeviceGetCount()
     handles = [nv.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
     gpus = [{"index": i, "name": _text(_try(nv.nvmlDeviceGetName, h)), "uuid": _text(_try(nv.nvmlDeviceGetUUID, h)),
-             "power_limit_w": (lambda mw: None if mw is None else round(mw / 1000.0, 2))(
-                 _try(nv.nvmlDeviceGetEnforcedPowerLimit, h))}
+             "power_limit_w": _watts(_try(nv.nvmlDeviceGetEnforcedPowerLimit, h))}
             for i, h in enumerate(handles)]
     _emit(out, _start_line("nvml", interval_s, gpus))
     prev: dict[int, tuple[float, int | None, int | None]] = {}
@@ -258,7 +261,7 @@ def run_smi(out: IO[str], interval_ms: int, deadline: float | None, stop: _Stop,
 
 
 def _start_line(backend: str, interval_s: float, gpus: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"type": "start", "schema": SCHEMA, "backend": backend, "interval_ms": int(round(interval_s * 1000)),
+    return {"type": "start", "schema": SCHEMA, "backend": backend, "interval_ms": round(interval_s * 1000),
             "host": socket.gethostname(), "pid": os.getpid(), **_stamp(), "gpus": gpus}
 
 

@@ -16,6 +16,9 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from gpuhost.errors import ConfigError
 
 
+_PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq")}
+
+
 def _refuse_unsafe(text: str, path: Path, error: type[ConfigError]) -> None:
     """No aliases (they can expand without bound) and no tags beyond YAML's own."""
     from ruamel.yaml.events import AliasEvent, CollectionStartEvent, ScalarEvent
@@ -26,7 +29,7 @@ def _refuse_unsafe(text: str, path: Path, error: type[ConfigError]) -> None:
             raise error("YAML aliases (*name) are not allowed in gpuhost files; write the value out",
                         file=str(path), line=line)
         tag = getattr(event, "tag", None) if isinstance(event, (ScalarEvent, CollectionStartEvent)) else None
-        if tag and not str(tag).startswith("tag:yaml.org,2002:"):
+        if tag and str(tag) not in _PLAIN_TAGS:
             raise error(f"unknown YAML tag {str(tag)[:40]}", file=str(path), line=line)
 
 

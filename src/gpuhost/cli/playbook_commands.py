@@ -26,7 +26,10 @@ def parse_extra_vars(pairs: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
         key, sep, value = pair.partition("=")
         key = key.strip()
         if not sep or not key or not key.isidentifier():
-            raise UsageError(f"-e expects KEY=VALUE with KEY a variable name, got '{pair.split('=', 1)[0]}=…'")
+            from gpuhost.errors import ConfigError
+
+            raise ConfigError("expects KEY=VALUE with KEY a variable name", file="-e", line=i,
+                              field=pair.split("=", 1)[0][:40] or None)
         out[key] = parse_scalar(value)
         origins[key] = Origin("-e", line_no=i)
     return out, origins

@@ -53,7 +53,8 @@ class Operation(ABC, Generic[A]):
     def from_dict(cls, raw: dict[str, Any], lookup: OperationLookup | None = None) -> Operation[Any]:
         """Build from a playbook's mapping (validated by ``Args``). ``lookup`` finds other operations by kind,
         for operations that wrap one (``in_container``)."""
-        return cls(cls.Args.model_validate(raw))
+        args: Any = cls.Args.model_validate(raw)
+        return cls(args)
 
     @abstractmethod
     def plan(self, host: HostContext) -> Plan:

@@ -69,7 +69,8 @@ class Inventory:
 
 
 def _resolve_paths(raw: dict[str, Any], base: Path) -> None:
-    for node in (raw.get("nodes") or {}).values():
+    nodes = raw.get("nodes")
+    for node in (nodes.values() if isinstance(nodes, dict) else ()):
         if not isinstance(node, dict):
             continue
         for section, keys in _PATH_FIELDS.items():

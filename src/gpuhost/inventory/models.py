@@ -149,7 +149,7 @@ class NodeSpec(_Model):
     address: str
     #: ``api``: only the PVE HTTPS API (a token) is available for this node
     connection: Literal["ssh", "local", "api"] = "ssh"
-    ssh: SSHConfig = SSHConfig()
+    ssh: SSHConfig = Field(default_factory=lambda: SSHConfig.model_validate({}))
     api: APIConfig | None = None
     vars: dict[str, Any] = Field(default_factory=dict)
     groups: tuple[str, ...] = ()

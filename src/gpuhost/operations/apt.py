@@ -71,7 +71,8 @@ class Apt(Operation[AptArgs]):
             actions.append(RunCommand(f"{_APT_ENV} apt-get install -y -q --allow-change-held-packages "
                                       + " ".join(shlex.quote(t) for t in todo)))
         if a.hold:
-            unheld = sorted(set(a.packages) - host.fact(packages.held))
+            held: set[str] = host.fact(packages.held)
+            unheld = sorted(set(a.packages) - held)
             if unheld:
                 actions.append(RunCommand("apt-mark hold " + " ".join(shlex.quote(n) for n in unheld)))
         if not actions:

@@ -39,7 +39,7 @@ def root_only(key: str, value: object = "") -> bool:
     return bool(_ROOT_ONLY.match(key))
 
 
-class _PveshSession(CommandBaseSession):
+class _PveshSession(CommandBaseSession):  # type: ignore[misc]
     """proxmoxer's command backend, carried by a gpuhost connection (``pvesh`` as root)."""
 
     def __init__(self, conn: Connection, timeout: float) -> None:

@@ -90,7 +90,7 @@ def lxc_driver_tasks(pin: DriverPin, kernel: str, uvm_disable_hmm: bool) -> list
     driver = NvidiaDriverArgs(**pin.model_dump(), target="host")
     tasks = [
         task("kernel headers and dkms before the driver",
-             Apt(AptArgs(packages=["dkms", "proxmox-default-headers", f"proxmox-headers-{kernel}"])),
+             Apt(AptArgs(packages={"dkms": None, "proxmox-default-headers": None, f"proxmox-headers-{kernel}": None})),
              tags=("driver",)),
         task(f"NVIDIA driver {pin.version} (DKMS)", NvidiaDriver(driver), tags=("driver",)),
         task("/dev/nvidia-uvm now (the boot unit keeps it after reboots)",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from gpuhost.connection.base import Connection
@@ -63,7 +64,15 @@ def pve_api(node: NodeSpec, conn: Connection) -> PveApi:
     return PveApi(conn, token_route(node))
 
 
-def read_node_secrets(node: NodeSpec) -> None:
-    """Read (and so check) every secret the node's entry names: set, mode 0600, UTF-8, not empty."""
-    read_secret(f"{node.name}: ssh password", env=node.ssh.password_env, file=node.ssh.password_file)
-    token_route(node)
+def secret_fields(node: NodeSpec) -> list[tuple[str, Callable[[], object]]]:
+    """Each secret the node's entry names, as (inventory field, reader): read to check set, 0600, UTF-8, not empty."""
+    out: list[tuple[str, Callable[[], object]]] = []
+    s, api = node.ssh, node.api
+    if s.password_env or s.password_file:
+        key = "password_env" if s.password_env else "password_file"
+        out.append((f"ssh.{key}", lambda: read_secret(f"{node.name}: ssh password", env=s.password_env,
+                                                     file=s.password_file)))
+    if api is not None and (api.token_secret_env or api.token_secret_file):
+        key = "token_secret_env" if api.token_secret_env else "token_secret_file"
+        out.append((f"api.{key}", lambda: token_route(node)))
+    return out

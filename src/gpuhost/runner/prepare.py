@@ -13,14 +13,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuhost.core.task import FLUSH_HANDLERS, Task
-from gpuhost.errors import ConfigError, GpuhostError, InventoryError, PlaybookError, TemplateError
+from gpuhost.errors import ConfigError, GpuhostError, InventoryError, PlaybookError, SecretError, TemplateError
 from gpuhost.inventory.loader import Inventory
 from gpuhost.playbook.loader import build_operation
 from gpuhost.playbook.models import Play, Playbook, RoleRef, TaskSpec
 from gpuhost.playbook.variables import Layer, MergedVars, Origin, merge, validate_role_vars
 from gpuhost.roles.base import Role, RoleVars
 from gpuhost.roles.table import get_role
-from gpuhost.runner.connect import read_node_secrets
+from gpuhost.runner.connect import secret_fields
 from gpuhost.templating import Templates
 
 #: Names every template may use besides the variables.
@@ -144,6 +144,19 @@ def _role_run(ref: RoleRef, merged: MergedVars, templates: Templates) -> RoleRun
 _ROLE_PROVIDED = frozenset({"vfio_ids"})
 
 
+def read_secrets(inventory: Inventory, host: str) -> None:
+    """Every secret the node names is read now; a problem names the inventory line of its field."""
+    from gpuhost import yamlfile
+
+    for fld, read in secret_fields(inventory.nodes[host]):
+        try:
+            read()
+        except SecretError as exc:
+            loc: list[str | int] = ["nodes", host, *fld.split(".")]
+            raise InventoryError(exc.message, file=str(inventory.path), line=yamlfile.line_of(inventory.document, loc),
+                                 field=f"nodes.{host}.{fld}") from None
+
+
 def prepare(playbook: Playbook, inventory: Inventory, *, limit: str | None, extra: Layer,
             templates: Templates) -> list[PreparedPlay]:
     """Check the whole run against the inventory; raises a ConfigError (exit 2) before any host is contacted."""
@@ -159,7 +172,7 @@ def prepare(playbook: Playbook, inventory: Inventory, *, limit: str | None, extr
         hosts = [h for h in selected if allowed is None or h in allowed]
         for h in hosts:
             if h not in secrets_read:
-                read_node_secrets(inventory.nodes[h])
+                read_secrets(inventory, h)
                 secrets_read.add(h)
         prepared.append(PreparedPlay(play, {h: _prepare_host(play, inventory, h, extra, templates) for h in hosts}))
     return prepared

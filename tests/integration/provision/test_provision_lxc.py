@@ -8,8 +8,9 @@ from tests.integration.provision.conftest import gpuhost, run_json, task
 
 pytestmark = pytest.mark.integration
 
-CHECKS = ["nvidia-smi -L lists 8 GPUs", "= host module", "/dev/nvidia-uvm present", "ulimit -l unlimited",
-          "cuInit succeeds"]
+# the container proofs (gpuhost.checks.container), reported by the role's one verify task
+CHECKS = ["nvidia-smi -L lists 8 GPUs", "= host module 580.95.05", "/dev/nvidia-uvm present", "ulimit -l unlimited",
+          "cuInit ok, 8 CUDA devices"]
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +52,10 @@ def test_first_run_builds_a_verified_8_gpu_container_second_run_changes_nothing(
     code, report = run_json("provision", "lxc", "-i", str(lab.inventory), "--allow-reboot", "--allow-restart")
     assert code == 0, [t for t in report["tasks"] if t["status"] == "failed"]
     assert task(report, "pve1", "CT 200 exists")["status"] == "changed"
+    verified = task(report, "pve1", "CT 200: verified")
+    assert verified["status"] == "ok"
     for check in CHECKS:
-        assert task(report, "pve1", check)["status"] == "ok"
+        assert check in verified["reason"], verified["reason"]
     conf = lab.run("pve1", "cat /etc/pve/lxc/200.conf").stdout
     assert all(f"dev{i}: /dev/nvidia{i},gid=44" in conf for i in range(8))
     assert "/dev/nvidia-uvm,gid=44" in conf and "lxc.prlimit.memlock: unlimited" in conf
@@ -104,7 +107,8 @@ def test_missing_uvm_device_is_refused_with_the_fix(lab, tmp_path):
                             "--allow-restart")
     assert code == 0, [t for t in report["tasks"] if t["status"] == "failed"]
     assert task(report, "pve1", "/dev/nvidia-uvm now")["status"] == "changed"
-    assert task(report, "pve1", "cuInit succeeds")["status"] == "ok"
+    verified = task(report, "pve1", "CT 200: verified")
+    assert verified["status"] == "ok" and "cuInit ok" in verified["reason"]
 
 
 def test_token_only_credential_fails_early_naming_pves_rule(lab, tmp_path):

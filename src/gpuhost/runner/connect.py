@@ -17,6 +17,13 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
+API_ONLY = ("only an API token is configured (connection: api), and provisioning needs root over SSH: PVE lets "
+            "only root@pam set device passthrough ('configuring device passthrough is only allowed for "
+            "root@pam'), raw lxc.* keys have no API at all, and the kernel command line, modules and driver "
+            "live outside PVE's API. Fix: give gpuhost SSH as root to this node (ssh: {user: root, key_file: …}"
+            " and remove connection: api)")
+
+
 def open_connection(node: NodeSpec) -> Connection:
     """A live connection to ``node`` as its inventory entry describes."""
     if node.connection == "local":
@@ -24,14 +31,9 @@ def open_connection(node: NodeSpec) -> Connection:
 
         return LocalConnection(node.name)
     if node.connection == "api":
-        raise ConnectionFailed(
-            node.name,
-            "only an API token is configured (connection: api), and provisioning needs root over SSH: PVE lets "
-            "only root@pam set device passthrough ('configuring device passthrough is only allowed for "
-            "root@pam'), raw lxc.* keys have no API at all, and the kernel command line, modules and driver "
-            "live outside PVE's API. Fix: give gpuhost SSH as root to this node (ssh: {user: root, key_file: …}"
-            " and remove connection: api)")
+        raise ConnectionFailed(node.name, API_ONLY)
     from gpuhost.connection.ssh import SSHConnection, SSHSettings
+
 
     s = node.ssh
     password = read_secret(f"{node.name}: ssh password", env=s.password_env, file=s.password_file)

@@ -20,7 +20,7 @@ from gpuhost.playbook.models import Play, Playbook, RoleRef, TaskSpec
 from gpuhost.playbook.variables import Layer, MergedVars, Origin, merge, validate_role_vars
 from gpuhost.roles.base import Role, RoleVars
 from gpuhost.roles.table import get_role
-from gpuhost.runner.connect import secret_fields
+from gpuhost.runner.connect import API_ONLY, secret_fields
 from gpuhost.templating import Templates
 
 #: Names every template may use besides the variables.
@@ -171,6 +171,11 @@ def prepare(playbook: Playbook, inventory: Inventory, *, limit: str | None, extr
                                 line=play.origin.line(["hosts"]), field="hosts") from None
         hosts = [h for h in selected if allowed is None or h in allowed]
         for h in hosts:
+            if inventory.nodes[h].connection == "api":
+                from gpuhost import yamlfile
+
+                raise InventoryError(API_ONLY, file=str(inventory.path), field=f"nodes.{h}.connection",
+                                     line=yamlfile.line_of(inventory.document, ["nodes", h, "connection"]))
             if h not in secrets_read:
                 read_secrets(inventory, h)
                 secrets_read.add(h)

@@ -86,7 +86,8 @@ def test_pin_upgrade_then_rerun_realigns_the_container(lab, tmp_path):
     assert report["hosts"]["pve1"]["rebooted"] is True
     driver = task(report, "pve1", "userspace (no kernel modules)")
     assert driver["status"] == "changed" and "now: 580.95.05" in driver["reason"]
-    assert task(report, "pve1", "= host module")["status"] == "ok"
+    verified = task(report, "pve1", "CT 200: verified")
+    assert verified["status"] == "ok" and "= host module 580.105.08" in verified["reason"]
     out = lab.run("pve1", "pct exec 200 -- nvidia-smi --query-gpu=driver_version --format=csv,noheader -i 0")
     assert out.stdout.strip() == "580.105.08"
 
@@ -126,7 +127,30 @@ def test_token_only_credential_fails_early_naming_pves_rule(lab, tmp_path):
       200: {{hostname: llm}}
 """)
     r = gpuhost("provision", "lxc", "-i", str(inv))
-    assert r.returncode == 1
-    assert "configuring device passthrough is only allowed for root@pam" in r.stdout
-    assert "give gpuhost SSH as root" in r.stdout
+    assert r.returncode == 2  # refused at load, before the node is contacted
+    assert "token-only.yml:4: field 'nodes.pve1.connection'" in r.stderr
+    assert "configuring device passthrough is only allowed for root@pam" in r.stderr
+    assert "give gpuhost SSH as root" in r.stderr
     assert lab.run("pve1", "cat /etc/pve/lxc/200.conf").rc == 0  # untouched, still there
+
+
+def test_verify_host_and_lxc_share_the_roles_checks_and_name_what_broke(lab):
+    code, report = run_json("provision", "lxc", "-i", str(lab.inventory), "--allow-reboot", "--allow-restart")
+    assert code == 0, [t for t in report["tasks"] if t["status"] == "failed"]
+    host = gpuhost("verify", "host", "-i", str(lab.inventory))
+    assert host.returncode == 0, host.stdout + host.stderr
+    for name in ("host.cmdline_booted", "host.nvidia_module", "host.nvidia_uvm", "host.iommu_groups"):
+        assert name in host.stdout
+    lxc = gpuhost("verify", "lxc", "-i", str(lab.inventory), "--json")
+    assert lxc.returncode == 0, lxc.stdout + lxc.stderr
+    import json
+    checks = {f["check"]: f["level"] for f in json.loads(lxc.stdout)["findings"]}
+    assert checks == {"ct.gpus_listed": "PASS", "ct.driver_match": "PASS", "ct.uvm": "PASS", "ct.memlock": "PASS",
+                      "ct.cuda_init": "PASS"}
+    lab.run("pve1", "pct stop 200")
+    try:
+        broken = gpuhost("verify", "lxc", "-i", str(lab.inventory))
+        assert broken.returncode == 1
+        assert "ct.running" in broken.stdout and "CT 200 is stopped" in broken.stdout
+    finally:
+        lab.run("pve1", "pct start 200")

@@ -3,10 +3,10 @@ over the verified SSH connection for root-only keys."""
 
 import pytest
 
-from gpuhost.runner.connect import open_connection
+from gpuhost.runner.connect import open_connection, pve_api
 from gpuhost.errors import OperationFailed
 from gpuhost.inventory.loader import load_inventory
-from gpuhost.pve.api import PveApi, root_only
+from gpuhost.pve.api import root_only
 
 pytestmark = pytest.mark.integration
 
@@ -20,7 +20,7 @@ def lab(make_lab):
 def api(lab):
     node = load_inventory(lab.inventory).nodes["pve1"]
     conn = open_connection(node)
-    yield PveApi(node, conn)
+    yield pve_api(node, conn)
     conn.close()
 
 

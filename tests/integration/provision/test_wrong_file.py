@@ -21,7 +21,7 @@ def test_edit_of_the_wrong_file_is_diagnosed_then_fixed(lab, tmp_path):
     assert "iommu=pt" not in lab.run("pve1", "cat /proc/cmdline").stdout, "the lab must ignore the wrong file"
 
     book = tmp_path / "verify.yml"
-    book.write_text("- hosts: all\n  tasks:\n    - verify_host: {cmdline: [iommu=pt, amd_iommu=on]}\n")
+    book.write_text("- hosts: all\n  tasks:\n    - verify: {host: {cmdline: [iommu=pt, amd_iommu=on]}}\n")
     r = gpuhost("run", str(book), "-i", str(lab.inventory))
     assert r.returncode == 1
     assert "is in /etc/default/grub, but this host boots with systemd-boot, which reads /etc/kernel/cmdline" in r.stdout

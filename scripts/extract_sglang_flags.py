@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -237,7 +238,8 @@ def _child(root: str, deps: str | None) -> None:
         if help_text == argparse.SUPPRESS:
             help_text = None
         first = help_text.strip().splitlines()[0].strip() if help_text and help_text.strip() else None
-        choices = None if act.choices is None else _plain(list(act.choices))
+        choices = None if act.choices is None else _plain(act.choices if isinstance(act.choices, (set, frozenset))
+                                                          else list(act.choices))  # a set is sorted: stable output
         default = "==SUPPRESS==" if act.default == argparse.SUPPRESS else _plain(act.default)
         rows.append({
             "flags": list(act.option_strings), "dest": act.dest,
@@ -283,9 +285,10 @@ def extract(version: str, wheel: Path, deps: Path | None = None) -> dict[str, An
     with tempfile.TemporaryDirectory(prefix="sglang-flags-") as tmp:
         with zipfile.ZipFile(wheel) as zf:
             zf.extractall(tmp, [n for n in zf.namelist() if n.startswith("sglang/")])
-        deps_dir = install_deps(deps or Path(tmp, "_deps"))
+        deps_dir = install_deps((deps or Path(tmp, "_deps")).resolve())
+        env = {**os.environ, "PYTHONHASHSEED": "0"}
         proc = subprocess.run([sys.executable, __file__, "--child", tmp, "--deps", str(deps_dir)],
-                              capture_output=True, text=True, cwd=tmp, timeout=300)
+                              capture_output=True, text=True, cwd=tmp, timeout=300, env=env)
     if proc.returncode != 0:
         raise SystemExit(f"extraction failed for {wheel.name}:\n{proc.stderr.strip()[-4000:]}")
     return {"sglang_version": version, "source": f"{wheel.name} sha256:{digest}", "args": json.loads(proc.stdout)}

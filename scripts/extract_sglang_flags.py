@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import math
 import os
 import subprocess
 import sys
@@ -82,7 +83,7 @@ def _install_stubs() -> None:
         def __hash__(self) -> int:
             return str.__hash__(self)
 
-        def __eq__(self, other: Any) -> bool:
+        def __eq__(self, other: object) -> bool:
             return isinstance(other, str) and str.__eq__(self, other)
 
     class _Meta(abc.ABCMeta):  # ABCMeta, so a class may derive from a stub and from ABC
@@ -196,7 +197,7 @@ _ACTIONS = {
 def _plain(value: Any) -> Any:
     """A JSON value for a default or a choice (stubs and odd objects become their repr)."""
     if value is None or isinstance(value, (bool, int, float, str)):
-        if isinstance(value, float) and value != value:  # NaN
+        if isinstance(value, float) and math.isnan(value):
             return None
         return value
     if isinstance(value, (list, tuple)):
@@ -259,7 +260,7 @@ def download(version: str, dest: Path) -> Path:
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--python-version", "3.11",
            "--platform", "manylinux_2_34_x86_64", "--platform", "manylinux_2_28_x86_64", "--platform", "any",
            "-q", "-d", str(dest), f"sglang=={version}"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"sglang {version} cannot be downloaded (not on PyPI?):\n{proc.stderr.strip()[-2000:]}")
     wheels = sorted(dest.glob(f"sglang-{version}-*.whl"))
@@ -273,7 +274,7 @@ def install_deps(dest: Path) -> Path:
     if all((dest / name).is_dir() for name in REAL_DEPS):
         return dest
     cmd = [sys.executable, "-m", "pip", "install", "-q", "--target", str(dest), *REAL_DEPS]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"cannot install {', '.join(REAL_DEPS)}:\n{proc.stderr.strip()[-2000:]}")
     return dest
@@ -288,7 +289,7 @@ def extract(version: str, wheel: Path, deps: Path | None = None) -> dict[str, An
         deps_dir = install_deps((deps or Path(tmp, "_deps")).resolve())
         env = {**os.environ, "PYTHONHASHSEED": "0"}
         proc = subprocess.run([sys.executable, __file__, "--child", tmp, "--deps", str(deps_dir)],
-                              capture_output=True, text=True, cwd=tmp, timeout=300, env=env)
+                              check=False, capture_output=True, text=True, cwd=tmp, timeout=300, env=env)
     if proc.returncode != 0:
         raise SystemExit(f"extraction failed for {wheel.name}:\n{proc.stderr.strip()[-4000:]}")
     return {"sglang_version": version, "source": f"{wheel.name} sha256:{digest}", "args": json.loads(proc.stdout)}

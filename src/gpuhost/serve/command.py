@@ -18,7 +18,7 @@ class LaunchCommand(BaseModel):
     env: dict[str, str]
 
 
-def _value(v: bool | int | float | str) -> str:
+def _value(v: bool | float | str) -> str:
     return str(v)
 
 
@@ -59,7 +59,8 @@ def check_nccl_env(profile: Profile, p2p: P2pSummary | None) -> list[Finding]:
         out.append(Finding(Level.WARN, NCCL_CHECK, subject, f"{why}: NCCL_P2P_DISABLE=1 will be set",
                            "NCCL would otherwise hang or corrupt all-reduces", "fix P2P (run gpuhost verify p2p)"))
     else:
-        out.append(Finding(Level.PASS, NCCL_CHECK, subject, f"NCCL_P2P_LEVEL={derived['NCCL_P2P_LEVEL']} from the verdict"))
+        level = derived["NCCL_P2P_LEVEL"]
+        out.append(Finding(Level.PASS, NCCL_CHECK, subject, f"NCCL_P2P_LEVEL={level} from the verdict"))
     return out
 
 

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from gpuhost.serve.facts import TargetFacts
-from gpuhost.serve.flagtable import Match, available_versions, load_table, resolve, version_key
+from gpuhost.serve.flagtable import (
+    Match,
+    available_versions,
+    load_table,
+    resolve,
+    version_key,
+)
 from gpuhost.serve.profile import FlagValue, Profile
 
 #: GLM/DeepSeek sparse-attention model types (DSA, "NSA" in older SGLang).

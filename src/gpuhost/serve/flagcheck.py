@@ -6,8 +6,17 @@ import json
 from typing import Any
 
 from gpuhost.checks import Finding, Level, check
-from gpuhost.serve.flagtable import FlagArg, FlagTable, Match, available_versions, history, removed_in, resolve
-from gpuhost.serve.flagtable import load_table, version_key
+from gpuhost.serve.flagtable import (
+    FlagArg,
+    FlagTable,
+    Match,
+    available_versions,
+    history,
+    load_table,
+    removed_in,
+    resolve,
+    version_key,
+)
 from gpuhost.serve.profile import FlagValue, Profile
 
 CHECK = "serve.flags"
@@ -91,7 +100,8 @@ def check_flags(profile: Profile, table: FlagTable | None = None) -> list[Findin
         if res.match is Match.UNKNOWN:
             gone = removed_in(name, version)
             if gone:
-                out.append(_finding(Level.FAIL, subject, f"{name}: removed (last in {gone[0]}, absent from {gone[1]} on)",
+                msg = f"{name}: removed (last in {gone[0]}, absent from {gone[1]} on)"
+                out.append(_finding(Level.FAIL, subject, msg,
                                     f"SGLang {version} answers 'unrecognized arguments: {name}'",
                                     "drop it or use its replacement (see the flag's help in the older table)"))
             else:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from enum import Enum
+from enum import StrEnum
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -50,7 +50,7 @@ class FlagTable(BaseModel):
         return {flag: arg for arg in self.args for flag in arg.flags}
 
 
-class Match(str, Enum):
+class Match(StrEnum):
     EXACT = "exact"
     PREFIX = "prefix"  # a unique argparse abbreviation
     AMBIGUOUS = "ambiguous"

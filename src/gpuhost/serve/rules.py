@@ -6,7 +6,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from gpuhost.checks import Finding, Level, check
-from gpuhost.serve.effective import at_least, by_dest, is_dsa, is_fp8, is_sm12x, kv_dtype, sm_major
+from gpuhost.serve.effective import (
+    at_least,
+    by_dest,
+    is_dsa,
+    is_fp8,
+    is_sm12x,
+    kv_dtype,
+    sm_major,
+)
 from gpuhost.serve.facts import TargetFacts
 from gpuhost.serve.flagtable import version_key
 from gpuhost.serve.profile import Profile
@@ -123,7 +131,7 @@ _SM120_FP8_DSA_OK = {"prefill": {"flashinfer_sparse_mla", "triton_sparse_mla"}, 
 @rule("serve.rule.dsa-backend-sm120", title="DSA/NSA attention backends that run on SM120",
       reason="On SM120 with FP8 KV, SGLang >=0.5.17 accepts only flashinfer_sparse_mla (and triton_sparse_mla for "
              "prefill, >=0.5.22); trtllm/flashmla kernels are SM90/SM100-only.",
-      source="sglang-2026-12 1.2 (kernels/ops/attention/flash_mla_sm120.py); seeds 004 (trtllm NSA on a Feb 2026 build)",
+      source="sglang-2026-12 1.2 (kernels/ops/attention/flash_mla_sm120.py); seeds 004 (trtllm NSA, Feb 2026 build)",
       fix="Leave --dsa-*-backend unset or set flashinfer_sparse_mla.")
 def dsa_backend(p: Profile, t: TargetFacts) -> list[Finding]:
     if not (is_dsa(p) and is_sm12x(t)):
@@ -148,7 +156,8 @@ def dsa_backend(p: Profile, t: TargetFacts) -> list[Finding]:
         elif value == "trtllm" or value.startswith("flashmla"):
             out.append(_f(Level.WARN, "serve.rule.dsa-backend-sm120", p, f"{phase} DSA/NSA backend {value} on SM120",
                           "its kernels target SM90/SM100 ('Unsupported architecture' reports); the Feb 2026 seeds ran "
-                          "trtllm NSA on a patched main-branch build", "prefer SGLang >= 0.5.17 with flashinfer_sparse_mla"))
+                          "trtllm NSA on a patched main-branch build",
+                          "prefer SGLang >= 0.5.17 with flashinfer_sparse_mla"))
     return out
 
 
@@ -168,7 +177,8 @@ def fp8_kv_backend(p: Profile, t: TargetFacts) -> list[Finding]:
         out.append(_f(Level.FAIL, "serve.rule.fp8-kv-backend", p, f"KV {kv} with --attention-backend {attn}",
                       "dense attention backends do not support the FP8 DSA KV layout (assertion or "
                       "'PrefillMetadata' attribute errors under load)", "drop --attention-backend or use bf16 KV"))
-    uses_sparse_mla = any(str(flags.get(f"dsa_{ph}_backend", "")) == "flashinfer_sparse_mla" for ph in ("prefill", "decode"))
+    uses_sparse_mla = any(str(flags.get(f"dsa_{ph}_backend", "")) == "flashinfer_sparse_mla"
+                          for ph in ("prefill", "decode"))
     if uses_sparse_mla and not is_fp8(kv):
         out.append(_f(Level.FAIL, "serve.rule.fp8-kv-backend", p, f"flashinfer_sparse_mla with KV {kv}",
                       "'flashinfer_sparse_mla supports only GLM DSA with FP8 KV cache on NVIDIA SM120/SM121'",
@@ -191,9 +201,9 @@ def sglang_glm5_sm120(p: Profile, t: TargetFacts) -> list[Finding]:
         return []
     dense = str(by_dest(p).get("attention_backend", "")) == "triton"
     level = Level.WARN if dense else Level.FAIL
-    return [_f(level, "serve.rule.sglang-glm5-sm120", p, f"SGLang {p.pins.sglang} < 0.5.17 for {p.model_type} on SM120",
-               "no released SM120 DSA path before 0.5.17" + (" (dense triton MLA fallback: slow prefill)" if dense else ""),
-               "pin SGLang >= 0.5.17")]
+    why = "no released SM120 DSA path before 0.5.17" + (" (dense triton MLA fallback: slow prefill)" if dense else "")
+    return [_f(level, "serve.rule.sglang-glm5-sm120", p,
+               f"SGLang {p.pins.sglang} < 0.5.17 for {p.model_type} on SM120", why, "pin SGLang >= 0.5.17")]
 
 
 @rule("serve.rule.transformers-model-type", title="Transformers knows the model_type",
@@ -248,8 +258,7 @@ def shared_experts(p: Profile, t: TargetFacts) -> list[Finding]:
 
 _STALE_ENV = {
     "SGLANG_ENABLE_SPEC_V2": ("0.5.15", "removed in 0.5.15: speculative decoding always runs the V2 worker"),
-    "SGLANG_ENABLE_JIT_DEEPGEMM": ("0.5.17", "the DSA indexer uses DeepGEMM regardless; =0 risks NameErrors "
-                                             "(sglang#29738)"),
+    "SGLANG_ENABLE_JIT_DEEPGEMM": ("0.5.17", "the DSA indexer uses DeepGEMM regardless; =0 risks NameErrors"),
 }
 
 

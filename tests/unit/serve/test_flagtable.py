@@ -4,12 +4,19 @@ from importlib import resources
 import pytest
 
 from gpuhost.errors import ConfigError
-from gpuhost.serve.flagtable import Match, available_versions, history, load_table, removed_in, resolve
+from gpuhost.serve.flagtable import (
+    Match,
+    available_versions,
+    history,
+    load_table,
+    removed_in,
+    resolve,
+)
 
 
 def test_tables_cover_the_pinned_and_between_versions():
     versions = available_versions()
-    for v in ("0.5.9", "0.5.15.post1", "0.5.17", "0.5.21", "0.5.23"):
+    for v in ("0.5.9", "0.5.15.post1", "0.5.17", "0.5.20", "0.5.21", "0.5.22", "0.5.23"):
         assert v in versions
     assert list(versions) == sorted(versions, key=lambda s: [int(x) for x in s.replace(".post", ".").split(".")])
 
@@ -48,12 +55,12 @@ def test_resolve_exact_prefix_ambiguous_unknown():
 
 
 def test_removed_versions_are_derived_from_the_tables():
-    assert removed_in("--nsa-decode-backend", "0.5.23") == ("0.5.19", "0.5.21")
+    assert removed_in("--nsa-decode-backend", "0.5.23") == ("0.5.19", "0.5.20")  # the reference said 0.5.21
     assert removed_in("--enable-nan-detection", "0.5.23") == ("0.5.12.post1", "0.5.15.post1")
     assert removed_in("--tp-size", "0.5.23") is None
     assert removed_in("--no-such-flag", "0.5.23") is None
-    states = dict((v, a.action if a else None) for v, a in history("--cuda-graph-max-bs"))
-    assert states["0.5.9"] == "store" and states["0.5.15.post1"].startswith("Deprecated") and states["0.5.21"] is None
+    states = {v: (a.action if a else None) for v, a in history("--cuda-graph-max-bs")}
+    assert states["0.5.9"] == "store" and states["0.5.15.post1"].startswith("Deprecated") and states["0.5.20"] is None
 
 
 def test_unknown_version_is_a_config_error():

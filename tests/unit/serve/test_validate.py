@@ -47,9 +47,9 @@ def test_historical_profile_is_refused_on_sm120_for_its_old_release():
 
 
 @pytest.mark.parametrize("flag, value, words", [
-    ("--cuda-graph-max-bs", 64, "ambiguous option, could match --cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill"
-                                "; it was a flag of its own until 0.5.19"),
-    ("--nsa-decode-backend", "trtllm", "removed (last in 0.5.19, absent from 0.5.21 on)"),
+    ("--cuda-graph-max-bs", 64, ("ambiguous option, could match --cuda-graph-max-bs-decode, "
+                                 "--cuda-graph-max-bs-prefill; it was a flag of its own until 0.5.19")),
+    ("--nsa-decode-backend", "trtllm", "removed (last in 0.5.19, absent from 0.5.20 on)"),
     ("--enable-nan-detection", True, "removed (last in 0.5.12.post1, absent from 0.5.15.post1 on)"),
     ("--no-such-flag", 1, "unknown to SGLang 0.5.23"),
     ("--kv-cache-dtype", "fp8", "invalid choice: 'fp8'"),

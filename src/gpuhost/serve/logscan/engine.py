@@ -11,6 +11,7 @@ from gpuhost.serve.logscan.normalize import message, split_raw
 from gpuhost.serve.logscan.phases import Phase, PhaseTracker
 from gpuhost.serve.logscan.signatures import SIGNATURES, Signature
 
+
 class Hit(BaseModel):
     """One signature seen in the log: its finding and the lines that matched (1-based line numbers)."""
 

@@ -66,8 +66,7 @@ class PhaseTracker:
                 st.url = m.group(1) if m else st.url
             elif phase is Phase.READY:
                 st.ready_lines += 1
-            if phase > st.phase:
-                st.phase = phase
+            st.phase = max(st.phase, phase)
             return phase
         return None
 

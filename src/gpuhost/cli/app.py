@@ -48,6 +48,7 @@ def _register() -> None:
     # Each sub-command module adds its commands to ``app`` (or a sub-app) on import.
     # --- sub-commands (one import per line; keep sorted) ---
     from gpuhost.cli import bench  # noqa: F401
+    from gpuhost.cli import doctor  # noqa: F401
     from gpuhost.cli import lab  # noqa: F401
     from gpuhost.cli import playbook_commands  # noqa: F401
     from gpuhost.cli import provision  # noqa: F401

@@ -18,7 +18,7 @@ from gpuhost.p2p.evidence import Evidence, GpuEvidence, PairEvidence
 from gpuhost.p2p.judge import Level, PairVerdict, Verdict
 from gpuhost.p2p.service import Outcome
 
-STYLE = {Level.PASS: "green", Level.WARN: "yellow", Level.FAIL: "bold red"}
+STYLE = {Level.PASS: "green", Level.INFO: "cyan", Level.WARN: "yellow", Level.FAIL: "bold red"}
 
 Cell = Callable[[PairEvidence], float | None]
 Diag = Callable[[GpuEvidence], float | None]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpuhost.connection.base import Connection
 from gpuhost.facts.batch import Section, run_sections
@@ -15,6 +15,7 @@ from gpuhost.facts.hardware import (
     PciDevice,
     cpu_vendor_name,
     nvidia_gpus,
+    parse_device_numbers,
     parse_dmesg_iommu,
     parse_iommu_groups,
     parse_lspci_nn,
@@ -43,6 +44,8 @@ HOST_PROBES = {
     "nvidia_installed": "modinfo -F version nvidia",
     "proc_devices": "cat /proc/devices",
     "dev_nvidia": "ls -1d /dev/nvidia* /dev/nvidia-caps/* 2>/dev/null; true",
+    "dev_numbers": "stat -c '%n %t %T' /dev/nvidia* /dev/nvidia-caps/* /dev/nvidia-caps-imex-channels/* "
+                   "2>/dev/null; true",
 }
 
 
@@ -63,6 +66,7 @@ class HostFacts:
     nvidia_installed: str | None           # the module on disk for the running kernel
     char_majors: dict[str, int]
     nvidia_devices: tuple[str, ...]
+    device_numbers: dict[str, tuple[int, int]] = field(default_factory=dict)  # node -> (major, minor), by stat
 
     @property
     def configured_tokens(self) -> tuple[str, ...] | None:
@@ -101,4 +105,5 @@ def host_facts_from(s: Mapping[str, Section]) -> HostFacts:
         nvidia_installed=out("nvidia_installed").strip() or None,
         char_majors=parse_proc_devices(out("proc_devices")),
         nvidia_devices=tuple(out("dev_nvidia").split()),
+        device_numbers=parse_device_numbers(out("dev_numbers")),
     )

@@ -6,6 +6,7 @@ import re
 from typing import TYPE_CHECKING, Literal
 
 from gpuhost.errors import OperationFailed
+from gpuhost.facts.driver_failure import explain_driver_failure
 from gpuhost.facts.nvidia import userspace_version
 from gpuhost.facts.pve import ct_status
 from gpuhost.operations.base import Args, Operation, Plan, SkipTask, nothing
@@ -23,20 +24,9 @@ _CUINIT = ("import ctypes,sys\n"
            "print(rc,(name.value or b'').decode(),n.value)\n")
 
 
-def explain_nvidia_smi_failure(output: str) -> str:
-    """Cause and fix for the ways ``nvidia-smi`` fails inside a container."""
-    if "version mismatch" in output:
-        lib = re.search(r"NVML library version:\s*(\S+)", output)
-        return ("driver/library version mismatch: the container's NVIDIA userspace "
-                f"{'(' + lib.group(1) + ') ' if lib else ''}differs from the host's kernel module; install the "
-                "host's exact version with --no-kernel-modules in the container (gpuhost provision lxc does), or "
-                "reboot the host if its driver was upgraded without one")
-    if "couldn't communicate with the NVIDIA driver" in output or "No devices were found" in output:
-        return ("the container cannot reach the driver: /dev/nvidia* device nodes are not passed through "
-                "(devN entries) or the host module is not loaded")
-    if "not found" in output:
-        return "nvidia-smi is not installed in the container (the driver's userspace is missing)"
-    return output.strip()[-300:]
+def explain_nvidia_smi_failure(output: str, module_version: str | None = None) -> str:
+    """Cause and fix for the ways ``nvidia-smi`` fails inside a container (the host's module version beside)."""
+    return str(explain_driver_failure(output, where="lxc", module_version=module_version))
 
 
 class LxcCheckArgs(Args):
@@ -75,7 +65,7 @@ class LxcCheck(Operation):
         listed = [line for line in r.stdout.splitlines() if re.match(r"^GPU \d+:", line)]
         if r.exit_code != 0:
             raise OperationFailed("nvidia-smi -L failed in the container: "
-                                  + explain_nvidia_smi_failure(r.stdout + r.stderr))
+                                  + explain_nvidia_smi_failure(r.stdout + r.stderr, self.args.driver))
         if self.args.gpus and len(listed) != self.args.gpus:
             raise OperationFailed(f"nvidia-smi -L lists {len(listed)} GPUs, expected {self.args.gpus}: "
                                   "check the container's devN entries")

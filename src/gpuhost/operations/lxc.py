@@ -121,7 +121,7 @@ def _driver_of(device: str) -> str:
 
 def device_major(device: str, majors: dict[str, int],
                  numbers: Mapping[str, tuple[int, int]] | None = None) -> int:
-    """The char major of an NVIDIA device node: its own (``stat``) when known, else /proc/devices' (never hard-coded)."""
+    """The char major of a device node: its own (``stat``) when known, else /proc/devices' (never hard-coded)."""
     if numbers and device in numbers:
         return numbers[device][0]
     driver = _driver_of(device)

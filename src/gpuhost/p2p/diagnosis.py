@@ -126,6 +126,8 @@ def diagnose(verdict: Verdict, ev: Evidence) -> list[str]:
             return [f"P2P is available between every pair{detail}{what}."]
         if verdict.pairs and all(p.p2p == "not expected" for p in verdict.pairs):
             return ["P2P is unavailable, as you said to expect; the host-staged path passes."]
+        if not verdict.pairs and verdict.machine_findings:
+            return [f"All checks pass: {f.message}." for f in verdict.machine_findings if f.level == Level.PASS][:3]
         return ["All checks pass."]
     by_cause: OrderedDict[str, list[Finding]] = OrderedDict()
     for f in sorted(bad, key=lambda f: -f.level):

@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuhost.facts.cmdline import edit_tokens, missing_tokens
 from gpuhost.facts import hardware
+from gpuhost.facts.cmdline import edit_tokens, missing_tokens
 from gpuhost.facts.hardware import parse_dmesg_iommu, parse_proc_devices
 from gpuhost.operations.lxc import device_major, legacy_lines
 
@@ -107,7 +107,8 @@ def test_majors_come_from_each_node_not_its_name() -> None:
     majors = {"nvidia-caps": 511}
     assert device_major("/dev/nvidia-caps/nvidia-cap4323", majors, numbers) == 234
     lines = legacy_lines(["/dev/nvidia-caps/nvidia-cap1", "/dev/nvidia-caps/nvidia-cap4323"], majors, numbers)
-    assert ("lxc.cgroup2.devices.allow", "c 234:* rwm") in lines and ("lxc.cgroup2.devices.allow", "c 511:* rwm") in lines
+    allowed = [value for key, value in lines if key == "lxc.cgroup2.devices.allow"]
+    assert allowed == ["c 234:* rwm", "c 511:* rwm"]
 
 
 def test_stat_output_is_read_in_hex() -> None:

@@ -90,6 +90,9 @@ def _measured_not_judged(ev: Evidence, judged: set[str]) -> str:
     if uni and "uni-bandwidth" not in judged:
         return ("one-way bandwidth was measured but not judged against a line rate: give --link GENxWIDTH, "
                 "or a topology capture for NVLink pairs")
+    staged = any(p.staged is not None and not p.staged.empty for p in ev.pairs)
+    if staged and not uni:
+        return "host-staged copies were measured, peer copies were not"
     return ""
 
 

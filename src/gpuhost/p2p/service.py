@@ -70,6 +70,10 @@ def _nothing_judged(ev: Evidence, verdict: Verdict) -> str | None:
     if ev.pairs and all(p.topology and p.p2p is None and not p.nvml_status for p in ev.pairs):
         return ("no measurement: a topology shows which path each pair would take, not whether P2P works; add a "
                 "bandwidth or status capture (--from-file again) or run gpuhost verify p2p on the machine")
+    if ev.pairs and all(p.nvml_status and not {"read", "write"} & set(p.nvml_status) for p in ev.pairs):
+        caps = sorted({cap for p in ev.pairs for cap in p.nvml_status})
+        return (f"no measurement: the status shows only {', '.join(caps)}; 'nvidia-smi topo -p2p r' and 'w' "
+                "(read and write) decide whether P2P works")
     if ev.partial:
         return "no measurement: " + "; ".join(ev.partial)
     if ev.measured:
@@ -90,6 +94,8 @@ def judge_evidence(target: str, ev: Evidence, settings: Settings, *, report: Pro
                                                 "the probe hit its deadline; figures are partial", None))
     why = _nothing_judged(ev, verdict)
     diagnosis = [] if why else diagnose(verdict, ev)
+    if diagnosis and ev.partial:
+        diagnosis.append("Partial capture, judged on what is there: " + "; ".join(ev.partial))
     return Outcome(target, ev, verdict, diagnosis, report, raw_report, regressions, cannot_run=why)
 
 

@@ -49,6 +49,11 @@ CORPUS: dict[str, tuple[int, str, tuple[str, str] | None]] = {
     "cuda-samples_2x-rtx4090_no-p2p.txt": (1, "FAIL", ("p2p-status", "FAIL")),
     "cuda-samples_4x-a100-pcie_nvlink-pairs.txt": (1, "FAIL", ("p2p-status", "FAIL")),
     "cuda-samples_9gpu-rtxpro6000-5090_pcie-p2p.txt": (0, "PASS", ("p2p-latency", "PASS")),
+    "cuda-samples_8x-h100-sxm_connectivity-tabs-trailing-spaces_excerpt.txt": (0, "PASS", ("p2p-status", "PASS")),
+    "cuda-samples_6gpu_p2p-slower-than-staged_excerpt.txt": (0, "WARN", ("p2p-vs-staged", "WARN")),
+    "cuda-samples_4x-v100-sxm2_status-excerpt.txt": (0, "PASS", ("p2p-status", "PASS")),
+    "cuda-samples_7gpu-mixed-4090-5090-a6000-3090_status-excerpt.txt": (1, "FAIL", ("p2p-status", "FAIL")),
+    "cuda-samples_8x-rtx5090_status-excerpt.txt": (0, "PASS", ("p2p-status", "PASS")),
     "nvbandwidth_6x-a6000_v0.8_no-running-line.txt": (0, "PASS", ("p2p-status", "PASS")),
     "nvbandwidth_8x-a100-sxm4_v0.7_validation-failure.txt": (1, "FAIL", ("integrity", "FAIL")),
     "nvbandwidth_2x-rtx2080ti_v0.2_waived.txt": (1, "FAIL", ("p2p-waived", "FAIL")),
@@ -61,8 +66,14 @@ CORPUS: dict[str, tuple[int, str, tuple[str, str] | None]] = {
     "topo-m_8x-nv18_9nic_gpu-numa-id_excerpt.txt": (2, "CANNOT RUN", None),
     "topo-m_8x-sys-pcie_10nic_dual-socket_excerpt.txt": (2, "CANNOT RUN", None),
     "topo-m_8x-nv18_10nic_vllm_excerpt.txt": (2, "CANNOT RUN", None),
+    "topo-m_5x-epyc-node-phb_tabs_prompt.txt": (2, "CANNOT RUN", None),
+    "topo-m_2x-rtx5070_command-on-header-line.txt": (2, "CANNOT RUN", None),
+    "topo-m_4x-mixed-phb_spaces.txt": (2, "CANNOT RUN", None),
+    "topo-m_2x-l4_sys_two-numa-nodes_tabs.txt": (2, "CANNOT RUN", None),
     "topo-p2p_2x-h200-vm_nvlink.txt": (0, "PASS", ("p2p-status", "PASS")),
     "topo-p2p-rw_2x-rtx5090_gns_tabs.txt": (1, "FAIL", ("p2p-status", "FAIL")),
+    "topo-p2p-rw_2x-rtx5090_gns_spaces.txt": (1, "FAIL", ("p2p-status", "FAIL")),
+    "topo-p2p-p_5x-epyc-node_prompt_excerpt.txt": (2, "CANNOT RUN", None),
     "nccl-tests_all-reduce_gb200-nvl72_tail.txt": (0, "PASS", ("nccl", "PASS")),
     "nccl-tests_all-reduce_4gpu-zero-size_excerpt.txt": (0, "PASS", ("nccl", "PASS")),
     "nccl-tests_all-reduce_rows-only_excerpt.txt": (0, "PASS", ("nccl", "PASS")),
@@ -153,6 +164,31 @@ def test_topo_m_alone_prints_links_numa_and_paths_and_exits_2() -> None:
     assert "NUMA node 1 (CPUs 48-95,144-191): GPU4, GPU5, GPU6" in r.output
     assert "GPU0<->GPU1: NV8: NVLink, 8 bonded links" in r.output
     assert "CANNOT RUN: no measurement" in r.output
+
+
+def test_excerpts_are_marked_partial_and_judged_on_what_is_there() -> None:
+    _, out = verify("cuda-samples_8x-h100-sxm_connectivity-tabs-trailing-spaces_excerpt.txt")
+    assert out["partial"] and "P2P Writes" in out["partial"][0]
+    assert pair(out, 0, 1)["figures"]["staged"]["uni_gbps"] == 37.19
+    assert "Partial capture" in out["diagnosis"][-1]
+
+
+def test_pci_only_status_says_which_capability_decides() -> None:
+    code, out = verify("topo-p2p-p_5x-epyc-node_prompt_excerpt.txt")
+    assert code == 2 and "shows only pci" in out["cannot_run"]
+
+
+def test_topo_m_and_p2p_status_of_the_epyc_paste_are_read_from_prompts_and_tabs() -> None:
+    _, out = verify("topo-m_5x-epyc-node-phb_tabs_prompt.txt", "topo-p2p-p_5x-epyc-node_prompt_excerpt.txt")
+    p = pair(out, 3, 4)
+    assert p["link"] == "PHB" and p["nvml_status"] == {"pci": "OK"}
+
+
+def test_command_pasted_on_the_header_line_and_two_numa_nodes() -> None:
+    _, out = verify("topo-m_2x-rtx5070_command-on-header-line.txt")
+    assert pair(out, 0, 1)["link"] == "PHB" and out["gpus"][1]["cpu_affinity"] == "0-23"
+    _, l4 = verify("topo-m_2x-l4_sys_two-numa-nodes_tabs.txt")
+    assert [g["numa_node"] for g in l4["gpus"]] == ["0", "2"] and pair(l4, 1, 0)["link"] == "SYS"
 
 
 def test_json_of_an_unreadable_file_still_matches_the_schema(tmp_path: Path) -> None:

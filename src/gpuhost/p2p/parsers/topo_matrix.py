@@ -21,6 +21,9 @@ _ROW = re.compile(r"^\s*(GPU\d+|NIC\d+|mlx\S+)\s+(.*)$")
 
 
 def _header(line: str) -> list[str] | None:
+    m = re.match(r"^.*\btopo\s+-m\s+(?=GPU0\b)", line)
+    if m:
+        line = line[m.end():]  # the command and the header pasted on one line
     for words, token in _MULTIWORD:
         line = line.replace(words, token)
     cols = line.split()

@@ -35,6 +35,7 @@ def _gpu(g: GpuReport) -> GpuEvidence:
         d2d_gbps=_v(local.d2d) if local else None,
         d2d_latency_us=_v(local.d2d_latency) if local else None,
         integrity_failures=list(local.integrity.failures) if local else [],
+        cpu_affinity=g.cpu_affinity, numa_node=str(g.numa_node) if g.numa_node is not None else None,
     )
 
 

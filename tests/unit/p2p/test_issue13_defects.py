@@ -115,3 +115,10 @@ def test_p2p_checks_are_registered_with_the_shared_registry() -> None:
     assert {"p2p-status", "p2p-latency", "uni-bandwidth", "bidi-bandwidth", "integrity", "p2p-waived",
             "nccl", "host-link"} <= names
     assert registered()["p2p-waived"].group == "p2p"
+
+
+def test_waived_test_passes_when_p2p_is_not_expected() -> None:
+    r = runner.invoke(app, ["verify", "p2p", "--json", "--no-expect-p2p", "--from-file",
+                            str(fixture("nvbandwidth_2x-rtx2080ti_v0.2_waived.txt"))])
+    out = json.loads(r.output)
+    assert r.exit_code == 0 and out["machine"][0]["level"] == "PASS" and "as expected" in out["machine"][0]["message"]

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from gpuhost.checks.finding import Finding, Level, check
 from gpuhost.facts.container import ContainerFacts
+from gpuhost.facts.driver_failure import explain_driver_failure
 
 
 @dataclass(frozen=True)
@@ -15,21 +16,10 @@ class ContainerExpectation:
     driver: str | None = None     # the host's loaded module version
 
 
-def explain_nvidia_smi_failure(output: str) -> tuple[str, str]:
-    """Cause and fix for the ways ``nvidia-smi`` fails inside a container."""
-    if "version mismatch" in output:
-        lib = re.search(r"NVML library version:\s*(\S+)", output)
-        return ("driver/library version mismatch: the container's NVIDIA userspace "
-                f"{'(' + lib.group(1) + ') ' if lib else ''}differs from the host's kernel module",
-                "install the host's exact version with --no-kernel-modules in the container (gpuhost provision lxc "
-                "does), or reboot the host if its driver was upgraded without one")
-    if "couldn't communicate with the NVIDIA driver" in output or "No devices were found" in output:
-        return ("the container cannot reach the driver: /dev/nvidia* device nodes are not passed through "
-                "(devN entries) or the host module is not loaded", "gpuhost provision lxc --allow-restart")
-    if "not found" in output:
-        return ("nvidia-smi is not installed in the container (the driver's userspace is missing)",
-                "gpuhost provision lxc")
-    return output.strip()[-300:], "read the output above"
+def explain_nvidia_smi_failure(output: str, module_version: str | None = None) -> tuple[str, str]:
+    """Cause and fix for the ways ``nvidia-smi`` fails inside a container (library and module side by side)."""
+    failure = explain_driver_failure(output, where="lxc", module_version=module_version)
+    return failure.message, failure.fix
 
 
 @check("ct.gpus_listed", group="container", title="nvidia-smi -L lists the container's GPUs",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -39,9 +38,11 @@ def p2p_command(
     host: str | None = typer.Option(None, "--host", help="Node of the inventory to probe (default: this machine)."),
     inventory: Path | None = typer.Option(None, "-i", "--inventory", help="Inventory file (YAML)."),
     ctid: int | None = typer.Option(None, "--ctid", help="Probe inside this LXC on the node (pct push/exec)."),
-    from_file: Path | None = typer.Option(None, "--from-file", help="Judge a saved output instead of probing: "
-                                          "probe JSON, p2pBandwidthLatencyTest, nvbandwidth text, topo -p2p."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object (schema gpuhost.verify-p2p/1)."),
+    from_file: list[Path] | None = typer.Option(None, "--from-file", help="Judge saved outputs instead of probing "
+                                                "(repeat for captures of one machine, e.g. topo -m and nvbandwidth): "
+                                                "probe JSON, p2pBandwidthLatencyTest, nvbandwidth text, nccl-tests, "
+                                                "nvidia-smi topo -m or -p2p."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object (schema gpuhost.verify-p2p/2)."),
     heatmap: Path | None = typer.Option(None, "--heatmap", help="Write bandwidth/latency matrices as a PNG."),
     baseline: Path | None = typer.Option(None, "--baseline", help="Flag figures that fell below this earlier run."),
     save_report: Path | None = typer.Option(None, "--save-report", help="Also write the probe's raw JSON here."),
@@ -54,47 +55,34 @@ def p2p_command(
     staged: bool = typer.Option(True, "--staged/--no-staged", help="Also measure copies staged through host."),
     nccl: bool = typer.Option(True, "--nccl/--no-nccl", help="NCCL all-reduce check when torch imports there."),
 ) -> None:
-    """Measure every GPU pair (or read a capture), judge it, and explain the verdict.
+    """Measure every GPU pair (or read captures), judge it, and explain the verdict.
 
-    Exit 0 pass (warnings allowed), 1 fail, 2 cannot run.
+    Exit 0 pass (warnings allowed), 1 fail, 2 cannot run (nothing could be judged).
     """
-    from gpuhost.p2p.parsers import read_capture_file
-    from gpuhost.p2p.remote import ProbeOptions, run_probe
-    from gpuhost.p2p.service import Settings, judge_evidence, outcome_from_report, parse_link
+    from gpuhost.p2p.json_out import cannot_run_json
+    from gpuhost.p2p.service import judge_files, probe_target, settings_from_options
 
     try:
-        settings = Settings(expect_p2p=expect_p2p, link=parse_link(link) if link else None)
-        if baseline is not None:
-            settings.baseline = read_capture_file(baseline)[0]
-        if from_file is not None:
+        settings = settings_from_options(expect_p2p=expect_p2p, link=link, baseline=baseline)
+        if from_file:
             if host or ctid is not None:
-                raise UsageError("--from-file judges a file; it takes no --host or --ctid")
-            ev, report = read_capture_file(from_file)
-            raw = json.loads(from_file.read_text()) if report is not None else None
-            if raw is not None and "report" in raw and raw.get("schema"):
-                raw = raw["report"]
-            if report is not None:
-                outcome = outcome_from_report(str(from_file), report, settings, raw)
-            else:
-                outcome = judge_evidence(str(from_file), ev, settings)
+                raise UsageError("--from-file judges files; it takes no --host or --ctid")
+            outcome = judge_files(from_file, settings)
         else:
+            from gpuhost.p2p.remote import ProbeOptions
+
             opts = ProbeOptions(size_mib=size_mib, samples=samples, staged=staged, nccl=nccl,
                                 devices=[int(d) for d in devices.split(",")] if devices else None)
-            with _connection(host, inventory) as conn:
-                report = run_probe(conn, opts, ctid=ctid)
-            raw = report.model_dump(mode="json")
-            if save_report is not None:
-                save_report.write_text(json.dumps(raw, indent=1) + "\n")
             target = (host or "localhost") + (f" CT {ctid}" if ctid is not None else "")
-            outcome = outcome_from_report(target, report, settings, raw)
+            with _connection(host, inventory) as conn:
+                outcome = probe_target(conn, target, settings, options=opts, ctid=ctid, save_report=save_report)
         if heatmap is not None and outcome.evidence is not None:
             from gpuhost.p2p.heatmap import write_heatmap
 
             write_heatmap(outcome.evidence, heatmap, f"{outcome.target}: {outcome.word}")
     except GpuhostError as exc:
         if as_json:
-            print_json({"schema": "gpuhost.verify-p2p/1", "verdict": "CANNOT RUN", "exit_code": exc.exit_code,
-                        "cannot_run": str(exc)})
+            print_json(cannot_run_json(exc.exit_code, str(exc)))
         else:
             error(str(exc))
         raise typer.Exit(exc.exit_code) from exc

@@ -14,30 +14,72 @@ def token_key(token: str) -> str:
     return token.split("=", 1)[0]
 
 
+#: Values that undo each other inside a comma-option token (``intel_iommu=on,igfx_off``).
+_OPPOSITES = {"on": "off", "off": "on", "1": "0", "0": "1"}
+
+
+def _options(token: str) -> list[str]:
+    return token.split("=", 1)[1].split(",") if "=" in token else []
+
+
+def satisfies(have: str, want: str) -> bool:
+    """Whether token ``have`` already sets what ``want`` asks (``intel_iommu=on,igfx_off`` has ``intel_iommu=on``)."""
+    if have == want:
+        return True
+    if "=" not in want or token_key(have) != token_key(want) or "=" not in have:
+        return False
+    return all(opt in _options(have) for opt in _options(want))
+
+
+def merge_options(have: str, want: str) -> str:
+    """``have`` with the options of ``want`` set, keeping the other sub-options in place.
+
+    ``intel_iommu=off,igfx_off`` + ``intel_iommu=on`` -> ``intel_iommu=on,igfx_off``. A value
+    without commas on either side (``iommu=pt`` over ``iommu=nopt``) is simply replaced.
+    """
+    opts = _options(have)
+    wanted = _options(want)
+    if len(opts) <= 1 and len(wanted) <= 1:
+        return want
+    for w in wanted:
+        if w in opts:
+            continue
+        opposite = _OPPOSITES.get(w)
+        if opposite in opts:
+            opts[opts.index(opposite)] = w
+        elif w in _OPPOSITES:
+            opts.insert(0, w)
+        else:
+            opts.append(w)
+    return f"{token_key(have)}={','.join(opts)}"
+
+
 def edit_tokens(tokens: Sequence[str], present: Iterable[str], absent: Iterable[str] = ()) -> list[str]:
     """Tokens with each of ``present`` set and each of ``absent`` removed.
 
-    A wanted token already there leaves the line alone. A wanted ``key=value`` whose key is
-    there with another value replaces the last such token in place (the one the kernel acts
-    on last); a wanted token with a new key, or a flag, is appended. Nothing else moves.
+    A wanted token already there (or a comma-option token that already holds its options)
+    leaves the line alone. A wanted ``key=value`` whose key is there with another value
+    is merged into the last such token in place (the one the kernel acts on last), keeping
+    its other sub-options; a wanted token with a new key, or a flag, is appended. Nothing
+    else moves.
     """
     gone = set(absent)
     out = [t for t in tokens if t not in gone]
     for want in present:
-        if want in out:
+        if any(satisfies(t, want) for t in out):
             continue
         key = token_key(want)
         same_key = [i for i, t in enumerate(out) if "=" in want and "=" in t and token_key(t) == key]
         if same_key:
-            out[same_key[-1]] = want
+            out[same_key[-1]] = merge_options(out[same_key[-1]], want)
         else:
             out.append(want)
     return out
 
 
 def missing_tokens(have: Iterable[str], wanted: Iterable[str]) -> list[str]:
-    have_set = set(have)
-    return [t for t in wanted if t not in have_set]
+    have_list = list(have)
+    return [t for t in wanted if not any(satisfies(h, t) for h in have_list)]
 
 
 # -- /etc/kernel/cmdline (systemd-boot): exactly one line ------------------------------

@@ -95,11 +95,51 @@ def parse_proc_devices(text: str) -> dict[str, int]:
     return majors
 
 
+_STAT = re.compile(r"^(/dev/\S+)\s+([0-9a-fA-F]+)\s+([0-9a-fA-F]+)\s*$")
+_LS = re.compile(r"^c[-rwxsStT.+]{9}\S*\s+\d+\s+\S+\s+\S+\s+(\d+),\s*(\d+)\s+.*?\s(\S+)\s*$")
+
+
+def parse_device_numbers(text: str, directory: str = "") -> dict[str, tuple[int, int]]:
+    """Character device nodes -> (major, minor), from ``stat -c '%n %t %T'`` (hex) or ``ls -l`` lines.
+
+    The numbers come from each node itself, so ``/dev/nvidia-caps-imex-channels/channel0``
+    and a stray node under ``/dev/nvidia-caps/`` get their own major, whatever their names.
+    ``directory`` prefixes the bare names ``ls -l DIR`` prints.
+    """
+    out: dict[str, tuple[int, int]] = {}
+    for line in text.splitlines():
+        if m := _STAT.match(line.strip()):
+            out[m.group(1)] = (int(m.group(2), 16), int(m.group(3), 16))
+        elif m := _LS.match(line.strip()):
+            name = m.group(3)
+            path = name if name.startswith("/") or not directory else f"{directory.rstrip('/')}/{name}"
+            out[path] = (int(m.group(1)), int(m.group(2)))
+    return out
+
+
 @dataclass(frozen=True)
 class IommuState:
+    """What the kernel log proves about the IOMMU (``dmesg | grep -E 'DMAR|AMD-Vi|iommu'``).
+
+    ``enabled`` is True only on proof that DMA remapping is active: devices added to IOMMU
+    groups, Intel's "Intel(R) Virtualization Technology for Directed I/O", or AMD-Vi
+    bringing up an IOMMU. ``DMAR: IOMMU enabled`` only echoes ``intel_iommu=on`` from the
+    command line and ``iommu: Default domain type`` is printed whether or not a unit exists,
+    so neither proves it; None means the log does not say.
+    """
+
     default_domain: str | None       # 'Passthrough', 'Translated', 'Translated (lazy)' …
-    enabled: bool                    # the kernel reported an active IOMMU
+    enabled: bool | None             # proven active (True), proven off (False), not shown (None)
     unknown_options: tuple[str, ...]  # e.g. ('on',) for amd_iommu=on
+    vendor: str | None = None        # 'intel' (DMAR) | 'amd' (AMD-Vi) | None
+    units: int = 0                   # DRHD units (Intel) or IOMMUs found (AMD)
+    irq_remapping: bool = False      # DMAR-IR: Enabled IRQ remapping / AMD-Vi: Interrupt remapping enabled
+    groups: int = 0                  # distinct IOMMU groups devices were added to
+
+
+_INTEL_ON = re.compile(r"DMAR: Intel\(R\) Virtualization Technology for Directed I/O")
+_AMD_ON = re.compile(r"AMD-Vi: (?:Found IOMMU|IOMMU performance counters supported|Interrupt remapping enabled|"
+                     r"Virtual APIC enabled|Lazy IO/TLB flushing enabled)|perf/amd_iommu: Detected AMD IOMMU")
 
 
 def parse_dmesg_iommu(text: str) -> IommuState:
@@ -109,10 +149,20 @@ def parse_dmesg_iommu(text: str) -> IommuState:
         pass
     if m is not None:
         domain = m.group(1)
-    enabled = bool(re.search(r"DMAR: IOMMU enabled|AMD-Vi: (?:Interrupt remapping enabled|Found IOMMU)|"
-                             r"iommu: Default domain type", text))
+    intel = bool(re.search(r"\bDMAR(?:-IR)?:", text))
+    amd = "AMD-Vi" in text or "amd_iommu" in text
+    vendor = "amd" if amd else "intel" if intel else None
+    units = len(re.findall(r"DMAR: DRHD base", text)) if vendor == "intel" else len(
+        set(re.findall(r"(\S+): AMD-Vi: Found IOMMU", text)))
+    groups = len(set(re.findall(r"Adding to iommu group (\d+)", text)))
+    irq = bool(re.search(r"DMAR-IR: Enabled IRQ remapping|AMD-Vi: Interrupt remapping enabled", text))
+    enabled: bool | None = None
+    if groups or _INTEL_ON.search(text) or (vendor == "amd" and _AMD_ON.search(text)):
+        enabled = True
+    elif re.search(r"DMAR: IOMMU disabled", text):
+        enabled = False
     unknown = tuple(re.findall(r"AMD-Vi: Unknown option - '([^']*)'", text))
-    return IommuState(domain, enabled, unknown)
+    return IommuState(domain, enabled, unknown, vendor, units, irq, groups)
 
 
 def cpu_vendor_name(vendor_id: str) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpuhost.core.facts import Fact
 from gpuhost.facts.batch import ProbeOutput, parse_sections, sections_command
@@ -15,6 +15,7 @@ from gpuhost.facts.hardware import (
     PciDevice,
     cpu_vendor_name,
     nvidia_gpus,
+    parse_device_numbers,
     parse_dmesg_iommu,
     parse_iommu_groups,
     parse_lspci_nn,
@@ -44,6 +45,8 @@ HOST_PROBES = {
     "proc_devices": "cat /proc/devices",
     "dev_nvidia": "ls -1d /dev/nvidia* /dev/nvidia-caps/* 2>/dev/null; true",
     "persistenced": "systemctl is-active nvidia-persistenced",
+    "dev_numbers": "stat -c '%n %t %T' /dev/nvidia* /dev/nvidia-caps/* /dev/nvidia-caps-imex-channels/* "
+                   "2>/dev/null; true",
 }
 
 
@@ -65,6 +68,7 @@ class HostFacts:
     char_majors: dict[str, int]
     nvidia_devices: tuple[str, ...]
     persistenced: str = ""                  # systemctl is-active nvidia-persistenced
+    device_numbers: dict[str, tuple[int, int]] = field(default_factory=dict)  # node -> (major, minor), by stat
 
     @property
     def configured_tokens(self) -> tuple[str, ...] | None:
@@ -100,6 +104,7 @@ def host_facts_from(s: Mapping[str, ProbeOutput]) -> HostFacts:
         char_majors=parse_proc_devices(out("proc_devices")),
         nvidia_devices=tuple(out("dev_nvidia").split()),
         persistenced=(s["persistenced"].output.strip() if "persistenced" in s else ""),
+        device_numbers=parse_device_numbers(out("dev_numbers")),
     )
 
 

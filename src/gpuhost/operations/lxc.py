@@ -7,6 +7,7 @@ Raw ``lxc.*`` keys have no API at all: they are written into the file, atomicall
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ConfigDict
@@ -104,19 +105,36 @@ def dev_entries(devices: list[str], gid: int) -> dict[str, str]:
     return {f"dev{i}": f"{path},gid={gid}" for i, path in enumerate(devices)}
 
 
-def device_major(device: str, majors: dict[str, int]) -> int:
-    """The char major of an NVIDIA device node, as /proc/devices lists it (never hard-coded)."""
+def _driver_of(device: str) -> str:
+    """The /proc/devices name that owns a node, from its directory first (never a name prefix)."""
+    if device.startswith("/dev/nvidia-caps-imex-channels/"):
+        return "nvidia-caps-imex-channels"
+    if device.startswith("/dev/nvidia-caps/"):
+        return "nvidia-caps"
     name = device.rsplit("/", 1)[-1]
-    driver = "nvidia-uvm" if name.startswith("nvidia-uvm") else "nvidia-caps" if "nvidia-caps" in device else "nvidia"
+    if name.startswith("nvidia-uvm"):
+        return "nvidia-uvm"
+    if name.startswith("nvidia-nvswitch"):
+        return "nvidia-nvswitch"
+    return "nvidia"
+
+
+def device_major(device: str, majors: dict[str, int],
+                 numbers: Mapping[str, tuple[int, int]] | None = None) -> int:
+    """The char major of a device node: its own (``stat``) when known, else /proc/devices' (never hard-coded)."""
+    if numbers and device in numbers:
+        return numbers[device][0]
+    driver = _driver_of(device)
     if driver not in majors:
         raise OperationFailed(f"/proc/devices lists no '{driver}' major: load the NVIDIA modules on the host first")
     return majors[driver]
 
 
-def legacy_lines(devices: list[str], majors: dict[str, int]) -> list[tuple[str, str]]:
+def legacy_lines(devices: list[str], majors: dict[str, int],
+                 numbers: Mapping[str, tuple[int, int]] | None = None) -> list[tuple[str, str]]:
     """Pre-8.1 form: a cgroup allow line per major and a bind mount per device node."""
-    lines = [("lxc.cgroup2.devices.allow", f"c {m}:* rwm") for m in sorted({device_major(d, majors)
-                                                                            for d in devices})]
+    found = sorted({device_major(d, majors, numbers) for d in devices})
+    lines = [("lxc.cgroup2.devices.allow", f"c {m}:* rwm") for m in found]
     lines += [("lxc.mount.entry", f"{d} {d.lstrip('/')} none bind,optional,create=file") for d in devices]
     return lines
 
@@ -161,7 +179,7 @@ class LxcDevices(Operation[DevicesArgs]):
                 reasons.append(f"devN entries for {len(a.devices)} devices")
             raw: list[tuple[str, str]] = []
         else:
-            raw = legacy_lines(a.devices, facts.char_majors)
+            raw = legacy_lines(a.devices, facts.char_majors, facts.device_numbers)
         if a.memlock_unlimited:
             raw.append(("lxc.prlimit.memlock", "unlimited"))
         diff = ""

@@ -14,6 +14,10 @@ from gpuhost.p2p.judge import Finding, Level, Verdict
 CLIQUE = ("in the VM's config give every GPU the same GPUDirect clique "
           "(args: -set device.hostpciN.x-nv-gpudirect-clique=0 for each hostpciN, hostpci entries naming "
           "function .0, no hidden=1/kvm=off), then check 'nvidia-smi topo -p2p r' in the guest reads OK")
+NVLINK = ("NVLink pairs: check every lane is up ('nvidia-smi nvlink -s', and 'nvidia-smi nvlink -e' for "
+          "replay/recovery errors); on NVSwitch systems nvidia-fabricmanager must run with the driver's exact "
+          "version ('nvidia-smi -q' shows Fabric State Completed); in a VM every GPU and NVSwitch of the "
+          "partition must be passed through")
 HOST_IOMMU = ("boot the host with iommu=pt (and check dmesg for IO_PAGE_FAULT), clear ACS redirection on "
               "PCIe switches, and keep Above-4G decoding and Resizable BAR on")
 
@@ -26,8 +30,11 @@ def _where(ev: Evidence) -> str:
     return "host" if ev.in_vm is False else "unknown"
 
 
-def _advice(cause: str, ev: Evidence) -> str:
+def _advice(cause: str, ev: Evidence, nvlink: bool = False) -> str:
     where = _where(ev)
+    if cause in ("nvlink-low", "nvlink-slow-latency") or (nvlink and cause in ("p2p-not-engaged", "uni-low",
+                                                                                "bidi-low", "p2p-slow-latency")):
+        return NVLINK + "."
     geforce = sorted({g.name for g in ev.gpus if g.name and "GeForce" in g.name})
     if cause == "no-peer-access" and geforce:
         return (f"{', '.join(geforce)}: GeForce cards do not do PCIe P2P with NVIDIA's stock driver; "
@@ -71,9 +78,28 @@ def _advice(cause: str, ev: Evidence) -> str:
         "staged-slow": "Even copies through host memory are slow: check host links and NUMA placement.",
         "not-measured": "Rerun with peer measurements.",
         "nccl-failed": "Rerun with NCCL_DEBUG=INFO; look for 'via SHM' (no P2P) or hangs after init.",
+        "nvlink-low": NVLINK + ".",
         "regression": "A figure fell well below the baseline run: look for what changed since (driver, BIOS, "
                       "kernel command line, a card reseated, another job on the GPUs).",
     }.get(cause, "")
+
+
+def _measured_not_judged(ev: Evidence, judged: set[str]) -> str:
+    """Figures that were measured but had nothing to be judged against (no line rate known)."""
+    uni = any(p.p2p is not None and p.p2p.uni_gbps is not None for p in ev.pairs)
+    if uni and "uni-bandwidth" not in judged:
+        return ("one-way bandwidth was measured but not judged against a line rate: give --link GENxWIDTH, "
+                "or a topology capture for NVLink pairs")
+    staged = any(p.staged is not None and not p.staged.empty for p in ev.pairs)
+    if staged and not uni:
+        return "host-staged copies were measured, peer copies were not"
+    return ""
+
+
+def _on_nvlink(verdict: Verdict, items: list[Finding]) -> bool:
+    paths = {p.label: p.path for p in verdict.pairs}
+    pairs = [paths.get(f.subject) for f in items]
+    return bool(pairs) and all(path == "nvlink" for path in pairs)
 
 
 def _subjects(findings: list[Finding]) -> str:
@@ -94,10 +120,17 @@ def diagnose(verdict: Verdict, ev: Evidence) -> list[str]:
         if verdict.pairs and all(p.p2p == "available" for p in verdict.pairs):
             lat = [f.message for p in verdict.pairs for f in p.findings if f.check == "p2p-latency"]
             detail = f" ({lat[0]})" if lat else ""
-            what = "; passed: " + ", ".join(covered) if covered else "; nothing was measured"
+            what = "; passed: " + ", ".join(covered) if covered else ""
+            unjudged = _measured_not_judged(ev, judged)
+            if unjudged:
+                what += ("; " if what else "; ") + unjudged
+            elif not covered:
+                what = "; nothing was measured (status only)"
             return [f"P2P is available between every pair{detail}{what}."]
         if verdict.pairs and all(p.p2p == "not expected" for p in verdict.pairs):
             return ["P2P is unavailable, as you said to expect; the host-staged path passes."]
+        if not verdict.pairs and verdict.machine_findings:
+            return [f"All checks pass: {f.message}." for f in verdict.machine_findings if f.level == Level.PASS][:3]
         return ["All checks pass."]
     by_cause: OrderedDict[str, list[Finding]] = OrderedDict()
     for f in sorted(bad, key=lambda f: -f.level):
@@ -106,5 +139,6 @@ def diagnose(verdict: Verdict, ev: Evidence) -> list[str]:
     for cause, items in by_cause.items():
         worst = max(f.level for f in items)
         head = items[0].message
-        lines.append(f"{worst.word}: {_subjects(items)}: {head}. {_advice(cause, ev)}".strip())
+        advice = _advice(cause, ev, _on_nvlink(verdict, items))
+        lines.append(f"{worst.word}: {_subjects(items)}: {head}. {advice}".strip())
     return lines

@@ -47,6 +47,8 @@ class GpuEvidence:
     d2d_gbps: float | None = None
     d2d_latency_us: float | None = None
     integrity_failures: list[str] = field(default_factory=list)
+    cpu_affinity: str | None = None  # nvidia-smi topo -m: CPUs near the GPU, e.g. 0-55,112-167
+    numa_node: str | None = None  # NUMA affinity
 
     @property
     def label(self) -> str:
@@ -58,7 +60,7 @@ class PairEvidence:
     src: int
     dst: int
     nvml_status: dict[str, str | None] = field(default_factory=dict)  # read/write/nvlink/atomics/pci
-    topology: str | None = None  # PIX/PXB/PHB/NODE/SYS, NV#, or None
+    topology: str | None = None  # PIX/PXB/PHB/NODE/SYS, NV#, or None (nvidia-smi topo -m, NVML)
     can_access_peer: bool | None = None
     p2p: PathFigures | None = None
     staged: PathFigures | None = None
@@ -71,7 +73,7 @@ class PairEvidence:
 
 @dataclass
 class Evidence:
-    source: str  # "probe", "p2pBandwidthLatencyTest", "nvbandwidth", "nvidia-smi topo -p2p"
+    source: str  # "probe", "p2pBandwidthLatencyTest", "nvbandwidth", "nvidia-smi topo -p2p|-m", "nccl-tests"
     gpus: list[GpuEvidence] = field(default_factory=list)
     pairs: list[PairEvidence] = field(default_factory=list)
     in_vm: bool | None = None
@@ -79,6 +81,20 @@ class Evidence:
     kernel_cmdline: str | None = None
     notes: list[str] = field(default_factory=list)  # what the source could not say
     nccl: dict[str, object] | None = None
+    partial: list[str] = field(default_factory=list)  # why the capture is incomplete (cut short, rows missing)
+    waived: dict[str, str] = field(default_factory=dict)  # test -> why the tool skipped it
+    integrity_failures: list[str] = field(default_factory=list)  # data errors the tool could not pin to a pair
+    p2p_copy: str = "P2P Writes"  # how the peer figures were copied (cuda-samples writes; nvbandwidth says)
+    nics: list[str] = field(default_factory=list)  # NIC columns of nvidia-smi topo -m
+    nic_links: dict[tuple[int, str], str] = field(default_factory=dict)  # (GPU, NIC) -> link type
+
+    @property
+    def measured(self) -> bool:
+        """Whether any copy was timed (peer, staged, host or NCCL), or the tool reported a result."""
+        pairs = any((p.p2p is not None and not p.p2p.empty) or (p.staged is not None and not p.staged.empty)
+                    for p in self.pairs)
+        gpus = any(g.h2d_gbps is not None or g.d2h_gbps is not None or g.d2d_gbps is not None for g in self.gpus)
+        return pairs or gpus or bool(self.nccl) or bool(self.waived) or bool(self.integrity_failures)
 
     def gpu(self, index: int) -> GpuEvidence | None:
         return next((g for g in self.gpus if g.index == index), None)

@@ -35,7 +35,21 @@ def _gpu(g: GpuReport) -> GpuEvidence:
         d2d_gbps=_v(local.d2d) if local else None,
         d2d_latency_us=_v(local.d2d_latency) if local else None,
         integrity_failures=list(local.integrity.failures) if local else [],
+        cpu_affinity=g.cpu_affinity, numa_node=str(g.numa_node) if g.numa_node is not None else None,
     )
+
+
+def link_label(a: GpuEvidence | None, b: GpuEvidence | None, nvml_topology: str | None) -> str | None:
+    """The pair's link as ``nvidia-smi topo -m`` names it, from NVML: ``NV#`` when NVLink joins them
+    (directly or through NVSwitch), else NVML's common-ancestor level (PIX, PXB, PHB, NODE, SYS)."""
+    if a is not None and b is not None:
+        if a.nvlink_to_switch and b.nvlink_to_switch:
+            links = min(a.nvlink_links, b.nvlink_links)
+        else:
+            links = min(a.nvlink_peers.get(b.bus_id or "", 0), b.nvlink_peers.get(a.bus_id or "", 0))
+        if links > 0:
+            return f"NV{links}"
+    return nvml_topology
 
 
 def evidence_from_report(report: ProbeReport) -> Evidence:
@@ -47,11 +61,12 @@ def evidence_from_report(report: ProbeReport) -> Evidence:
     elif report.host.cpu_hypervisor_flag is not None:
         in_vm = report.host.cpu_hypervisor_flag
     pairs = []
+    by_index = {g.index: g for g in gpus}
     for p in report.pairs:
         pairs.append(PairEvidence(
             src=p.src, dst=p.dst,
             nvml_status=dict(p.nvml.status) if p.nvml else {},
-            topology=p.nvml.topology if p.nvml else None,
+            topology=link_label(by_index.get(p.src), by_index.get(p.dst), p.nvml.topology if p.nvml else None),
             can_access_peer=p.cuda.can_access_peer if p.cuda else None,
             p2p=_path(p.p2p), staged=_path(p.staged), p2p_skipped=p.p2p_skipped,
         ))

@@ -3,16 +3,21 @@
 A check that has no data is not judged (and says so in ``notes``); a verdict is the
 worst of its checks; the machine's verdict is the worst of all. Every finding keeps
 the figure, the limit and a ``cause`` key that :mod:`gpuhost.p2p.diagnosis` turns
-into advice.
+into advice. The findings are :class:`gpuhost.checks.Finding`; every check is registered
+with :func:`gpuhost.checks.check` under the name its findings carry.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import IntEnum
 
+from gpuhost.checks import Finding, Level, check
 from gpuhost.p2p import thresholds as T
-from gpuhost.p2p.evidence import Evidence, GpuEvidence, PairEvidence, PathFigures
+from gpuhost.p2p.evidence import Evidence, GpuEvidence, PairEvidence
+from gpuhost.p2p.links import PCIE_LINKS, link_kind, nvlink_count
+
+__all__ = ["Finding", "Level", "PairVerdict", "Verdict", "judge", "judge_gpu", "judge_pair"]
+GROUP = "p2p"
 
 NVML_REASONS = {
     "CNS": "chipset not supported",
@@ -22,25 +27,6 @@ NVML_REASONS = {
     "NS": "not supported",
     "U": "unknown",
 }
-
-
-class Level(IntEnum):
-    PASS = 0
-    WARN = 1
-    FAIL = 2
-
-    @property
-    def word(self) -> str:
-        return self.name
-
-
-@dataclass(frozen=True)
-class Finding:
-    level: Level
-    check: str
-    subject: str
-    message: str
-    cause: str | None = None
 
 
 @dataclass
@@ -92,7 +78,10 @@ def _band(ratio: float, band: T.Band) -> Level:
 # -- GPUs ----------------------------------------------------------------------------------
 
 
-def judge_gpu(g: GpuEvidence, multi_gpu_pcie: bool) -> list[Finding]:
+@check("host-link", title="Host-GPU copy bandwidth", group=GROUP,
+       meaning="pinned host<->GPU copies fall short of the PCIe line rate",
+       fix="check the link width under load, NUMA placement of the process and the IOMMU mode (iommu=pt)")
+def check_host_link(g: GpuEvidence) -> list[Finding]:
     out: list[Finding] = []
     rate = T.pcie_rate(g.pcie_gen_max, g.pcie_width_max)
     for name, value in (("host->GPU", g.h2d_gbps), ("GPU->host", g.d2h_gbps)):
@@ -104,48 +93,61 @@ def judge_gpu(g: GpuEvidence, multi_gpu_pcie: bool) -> list[Finding]:
                            f"{name} {value:.1f} GB/s = {ratio:.0%} of PCIe Gen{g.pcie_gen_max} "
                            f"x{g.pcie_width_max} ({rate:.1f} GB/s); pass at {T.HOST_LINK.pass_at:.0%}",
                            None if level == Level.PASS else "host-link-slow"))
-    out.extend(_link_training(g))
+    return out
+
+
+@check("link-width", title="PCIe link width", group=GROUP, meaning="the GPU's PCIe link trained narrower than the slot",
+       fix="reseat the card or riser, check lane sharing and bifurcation in the BIOS")
+def check_link_width(g: GpuEvidence) -> list[Finding]:
+    width = g.pcie_width_load if g.pcie_width_load is not None else g.pcie_width_idle
+    if width is None or not g.pcie_width_max:
+        return []
+    if width <= g.pcie_width_max // 2:
+        return [Finding(Level.FAIL, "link-width", g.label, f"PCIe link runs x{width} of x{g.pcie_width_max}",
+                        "link-downtrained")]
+    if width < g.pcie_width_max:
+        return [Finding(Level.WARN, "link-width", g.label, f"PCIe link runs x{width} of x{g.pcie_width_max}",
+                        "link-downtrained")]
+    return [Finding(Level.PASS, "link-width", g.label, f"PCIe x{width} as the slot allows")]
+
+
+@check("link-gen", title="PCIe link generation under load", group=GROUP,
+       meaning="the GPU's PCIe link runs below its generation while copying",
+       fix="check risers, BIOS PCIe speed settings and PCIe power management (pcie_aspm=off)")
+def check_link_gen(g: GpuEvidence) -> list[Finding]:
+    if g.pcie_gen_load is None or not g.pcie_gen_max:
+        return []
+    behind = g.pcie_gen_max - g.pcie_gen_load
+    level = Level.FAIL if behind >= 2 else Level.WARN if behind == 1 else Level.PASS
+    return [Finding(level, "link-gen", g.label, f"PCIe Gen{g.pcie_gen_load} under load, Gen{g.pcie_gen_max} possible",
+                    None if level == Level.PASS else "link-downtrained")]
+
+
+@check("bar1", title="BAR1 size", group=GROUP, meaning="BAR1 is too small to map peer memory",
+       fix="enable Above-4G decoding and Resizable BAR in the host's BIOS")
+def check_bar1(g: GpuEvidence, multi_gpu_pcie: bool) -> list[Finding]:
+    if multi_gpu_pcie and g.bar1_bytes is not None and g.bar1_bytes < T.BAR1_MIN_BYTES:
+        return [Finding(Level.WARN, "bar1", g.label, f"BAR1 is {g.bar1_bytes >> 20} MiB: too small to map peer memory",
+                        "bar1-small")]
+    return []
+
+
+def judge_gpu(g: GpuEvidence, multi_gpu_pcie: bool) -> list[Finding]:
+    out = check_host_link(g) + check_link_width(g) + check_link_gen(g)
     if g.integrity_failures:
         out.append(Finding(Level.FAIL, "integrity", g.label,
                            "local copy returned wrong data: " + "; ".join(g.integrity_failures[:3]), "integrity"))
-    if multi_gpu_pcie and g.bar1_bytes is not None and g.bar1_bytes < T.BAR1_MIN_BYTES:
-        out.append(Finding(Level.WARN, "bar1", g.label,
-                           f"BAR1 is {g.bar1_bytes >> 20} MiB: too small to map peer memory", "bar1-small"))
-    return out
-
-
-def _link_training(g: GpuEvidence) -> list[Finding]:
-    out: list[Finding] = []
-    width = g.pcie_width_load if g.pcie_width_load is not None else g.pcie_width_idle
-    if width is not None and g.pcie_width_max:
-        if width <= g.pcie_width_max // 2:
-            out.append(Finding(Level.FAIL, "link-width", g.label,
-                               f"PCIe link runs x{width} of x{g.pcie_width_max}", "link-downtrained"))
-        elif width < g.pcie_width_max:
-            out.append(Finding(Level.WARN, "link-width", g.label,
-                               f"PCIe link runs x{width} of x{g.pcie_width_max}", "link-downtrained"))
-        else:
-            out.append(Finding(Level.PASS, "link-width", g.label, f"PCIe x{width} as the slot allows"))
-    if g.pcie_gen_load is not None and g.pcie_gen_max:
-        behind = g.pcie_gen_max - g.pcie_gen_load
-        if behind >= 2:
-            level = Level.FAIL
-        elif behind == 1:
-            level = Level.WARN
-        else:
-            level = Level.PASS
-        out.append(Finding(level, "link-gen", g.label,
-                           f"PCIe Gen{g.pcie_gen_load} under load, Gen{g.pcie_gen_max} possible",
-                           None if level == Level.PASS else "link-downtrained"))
-    return out
+    return out + check_bar1(g, multi_gpu_pcie)
 
 
 # -- pairs ---------------------------------------------------------------------------------
 
 
 def _path_kind(ev: Evidence, p: PairEvidence) -> str:
-    if p.nvml_status.get("nvlink") == "OK" or (p.topology or "").startswith("NV"):
+    if p.nvml_status.get("nvlink") == "OK" or link_kind(p.topology) == "nvlink":
         return "nvlink"
+    if p.topology in PCIE_LINKS:
+        return "pcie"  # the topology says so: no guessing from rates
     uni = p.p2p.uni_gbps if p.p2p else None
     if uni is not None and uni > T.BEYOND_PCIE_GBPS:
         return "nvlink"
@@ -154,17 +156,24 @@ def _path_kind(ev: Evidence, p: PairEvidence) -> str:
     return "unknown"
 
 
+def _nvlink_links(ev: Evidence, p: PairEvidence) -> int:
+    a, b = ev.gpu(p.src), ev.gpu(p.dst)
+    if a is not None and b is not None:
+        links_a = a.nvlink_links if a.nvlink_to_switch else a.nvlink_peers.get(b.bus_id or "", 0)
+        links_b = b.nvlink_links if b.nvlink_to_switch else b.nvlink_peers.get(a.bus_id or "", 0)
+        if min(links_a, links_b):
+            return min(links_a, links_b)
+    return nvlink_count(p.topology)
+
+
 def _line_rate(ev: Evidence, p: PairEvidence, kind: str,
                link_override: tuple[int, int] | None) -> tuple[float | None, str]:
     a, b = ev.gpu(p.src), ev.gpu(p.dst)
     if kind == "nvlink":
-        if a is None or b is None:
-            return None, "NVLink"
-        links_a = a.nvlink_links if a.nvlink_to_switch else a.nvlink_peers.get(b.bus_id or "", 0)
-        links_b = b.nvlink_links if b.nvlink_to_switch else b.nvlink_peers.get(a.bus_id or "", 0)
-        links = min(links_a, links_b)
-        rate = T.nvlink_rate(a.compute_capability, links)
-        return rate, f"{links} NVLink links"
+        links = _nvlink_links(ev, p)
+        g = a or b
+        cc = (g.compute_capability or T.compute_capability_from_name(g.name)) if g else None
+        return T.nvlink_rate(cc, links), f"{links} NVLink links"
     if link_override is not None:
         gen, width = link_override
         return T.pcie_rate(gen, width), f"PCIe Gen{gen} x{width} (given)"
@@ -188,129 +197,237 @@ def _availability(p: PairEvidence) -> tuple[bool | None, str | None]:
     return nvml_ok, reason
 
 
+@check("p2p-status", title="Peer access", group=GROUP, meaning="CUDA or the driver refuses peer access for a pair",
+       fix="see the NVML reason: GPU model, platform topology, VM clique or a driver registry key")
+def check_status(p: PairEvidence, available: bool | None, reason: str | None, expect_p2p: bool) -> list[Finding]:
+    out: list[Finding] = []
+    s = p.label
+    if p.can_access_peer is not None and reason is not None and p.can_access_peer:
+        out.append(Finding(Level.WARN, "p2p-status", s,
+                           f"CUDA allows peer access but NVML reports {reason} ({NVML_REASONS.get(reason, reason)})",
+                           "status-disagree"))
+    if available is False:
+        why = f"NVML: {reason} ({NVML_REASONS.get(reason, reason)})" if reason else "CUDA: cannot access peer"
+        if expect_p2p:
+            out.append(Finding(Level.FAIL, "p2p-status", s, f"P2P unavailable, {why}",
+                               f"nvml-{reason}" if reason else "no-peer-access"))
+        else:
+            out.append(Finding(Level.PASS, "p2p-status", s, f"P2P unavailable as expected ({why})"))
+    elif available:
+        out.append(Finding(Level.PASS, "p2p-status", s, "P2P available"
+                           + (f" (NVML read/write {p.nvml_status.get('read')}/{p.nvml_status.get('write')})"
+                              if p.nvml_status else "")))
+    return out
+
+
+@check("p2p-measured", title="Peer copies measured", group=GROUP, meaning="the peer path was not measured",
+       fix="rerun with peer measurements")
+def check_measured(p: PairEvidence) -> list[Finding]:
+    if p.p2p_skipped and (p.p2p is None or p.p2p.empty):
+        return [Finding(Level.WARN, "p2p-measured", p.label, f"peer copies not measured: {p.p2p_skipped}",
+                        "not-measured")]
+    return []
+
+
+@check("p2p-latency", title="16-byte peer copy latency", group=GROUP,
+       meaning="a small peer copy takes as long as a trip through host memory, or longer than its link gives",
+       fix="PCIe: check switch hops, ACS, the hypervisor; NVLink: lanes, NVSwitch and the fabric manager")
+def check_latency(p: PairEvidence, kind: str) -> list[Finding]:
+    lat = p.p2p.latency_us if p.p2p else None
+    if lat is None:
+        return []
+    line = T.latency_line(kind)
+    if lat > line.warn_us:
+        return [Finding(Level.FAIL, "p2p-latency", p.label,
+                        f"16-byte peer copy takes {lat:.1f} us (limit {line.warn_us:.0f}): "
+                        "the time of a trip through host memory", "p2p-not-engaged")]
+    if lat > line.pass_us:
+        return [Finding(Level.WARN, "p2p-latency", p.label,
+                        f"16-byte peer copy takes {lat:.1f} us (pass at {line.pass_us:.0f} over {kind})",
+                        "nvlink-slow-latency" if kind == "nvlink" else "p2p-slow-latency")]
+    return [Finding(Level.PASS, "p2p-latency", p.label, f"16-byte peer copy {lat:.2f} us")]
+
+
+@check("p2p-vs-staged", title="Peer path against host staging", group=GROUP,
+       meaning="peer copies are no faster than copies staged through host memory",
+       fix="the peer path is not engaged: see the latency finding")
+def check_vs_staged(p: PairEvidence, kind: str) -> list[Finding]:
+    fig, staged = p.p2p, p.staged
+    if fig is None or staged is None or staged.empty:
+        return []
+    out: list[Finding] = []
+    line = T.latency_line(kind)
+    lat = fig.latency_us
+    if lat is not None and staged.latency_us is not None and lat * T.LATENCY_GAIN_MIN > staged.latency_us:
+        out.append(Finding(Level.FAIL if lat > line.pass_us else Level.WARN, "p2p-vs-staged", p.label,
+                           f"peer copy latency {lat:.1f} us is not well below the staged {staged.latency_us:.1f} us",
+                           "p2p-not-engaged"))
+    if fig.uni_gbps is not None and staged.uni_gbps is not None and fig.uni_gbps <= staged.uni_gbps:
+        out.append(Finding(Level.WARN, "p2p-vs-staged", p.label,
+                           f"peer copies ({fig.uni_gbps:.1f} GB/s) are no faster than staged ones "
+                           f"({staged.uni_gbps:.1f} GB/s)", "p2p-no-gain"))
+    return out
+
+
+@check("uni-bandwidth", title="One-way peer bandwidth", group=GROUP,
+       meaning="one-way peer copies fall short of the link's line rate",
+       fix="PCIe: ACS on switches, link width, the inter-socket link; NVLink: inactive lanes, NVSwitch, fabric manager")
+def check_uni(ev: Evidence, p: PairEvidence, kind: str, link_override: tuple[int, int] | None) -> list[Finding]:
+    fig = p.p2p
+    if fig is None or fig.uni_gbps is None:
+        return []
+    rate, rate_name = _line_rate(ev, p, kind, link_override)
+    if rate is None:
+        return []
+    # A VM shows a made-up topology (often PHB for every pair), so a pair there might
+    # cross sockets without saying so: it gets the cross-socket band.
+    near = p.topology in ("PIX", "PXB", "PHB", "NODE") and not ev.in_vm
+    band = T.UNI_NVLINK if kind == "nvlink" else (T.UNI_PCIE_NEAR if near else T.UNI_PCIE_FAR)
+    ratio = fig.uni_gbps / rate
+    level = _band(ratio, band)
+    caveat = ""
+    if kind == "nvlink" and link_kind(p.topology) != "nvlink" and p.nvml_status.get("nvlink") != "OK":
+        caveat = ", NVLink inferred from the rate"
+    elif kind != "nvlink" and not near:
+        caveat = ", topology hidden by the VM" if ev.in_vm and p.topology else (
+            "" if p.topology else ", topology unknown")
+    cause = None if level == Level.PASS else ("nvlink-low" if kind == "nvlink" else "uni-low")
+    return [Finding(level, "uni-bandwidth", p.label,
+                    f"{fig.uni_gbps:.1f} GB/s = {ratio:.0%} of {rate_name} ({rate:.1f} GB/s); "
+                    f"pass at {band.pass_at:.0%}" + caveat, cause)]
+
+
+@check("bidi-bandwidth", title="Both-way peer bandwidth", group=GROUP,
+       meaning="copies both ways at once barely beat one way",
+       fix="traffic is funnelled: ACS redirection, a shared uplink, or NVLink lanes down")
+def check_bidi(p: PairEvidence, kind: str) -> list[Finding]:
+    fig = p.p2p
+    if fig is None or not fig.uni_gbps or fig.bidi_gbps is None:
+        return []
+    ratio = fig.bidi_gbps / fig.uni_gbps
+    level = _band(ratio, T.BIDI_OVER_UNI)
+    cause = None if level == Level.PASS else ("nvlink-low" if kind == "nvlink" else "bidi-low")
+    return [Finding(level, "bidi-bandwidth", p.label,
+                    f"both ways {fig.bidi_gbps:.1f} GB/s = {ratio:.2f}x one way; pass at "
+                    f"{T.BIDI_OVER_UNI.pass_at}x", cause)]
+
+
+@check("integrity", title="Data integrity", group=GROUP, meaning="a copy delivered wrong data",
+       fix="set NCCL_P2P_DISABLE=1 until fixed: boot the host with iommu=pt; in a VM, check the GPUDirect clique")
+def check_integrity(p: PairEvidence) -> list[Finding]:
+    out: list[Finding] = []
+    for name, path in (("peer", p.p2p), ("staged", p.staged)):
+        if path is None:
+            continue
+        if path.integrity_failures:
+            out.append(Finding(Level.FAIL, "integrity", p.label,
+                               f"{name} copies delivered wrong data: " + "; ".join(path.integrity_failures[:3]),
+                               "integrity"))
+        elif path.integrity_checked:
+            out.append(Finding(Level.PASS, "integrity", p.label,
+                               f"{name} copies: {path.integrity_checked} destinations checked, all correct"))
+    return out
+
+
+@check("staged-bandwidth", title="Host-staged copy bandwidth", group=GROUP,
+       meaning="copies through host memory are slow (judged when P2P is not expected)",
+       fix="check host links and NUMA placement")
+def check_staged_bandwidth(ev: Evidence, p: PairEvidence, link_override: tuple[int, int] | None) -> list[Finding]:
+    staged = p.staged
+    if staged is None or staged.uni_gbps is None:
+        return []
+    rate, rate_name = _line_rate(ev, p, "pcie", link_override)
+    if rate is None:
+        return []
+    ratio = staged.uni_gbps / rate
+    level = Level.PASS if ratio >= T.STAGED_SHARE_OF_LINK else Level.WARN
+    return [Finding(level, "staged-bandwidth", p.label,
+                    f"staged {staged.uni_gbps:.1f} GB/s = {ratio:.0%} of {rate_name}; "
+                    f"pass at {T.STAGED_SHARE_OF_LINK:.0%}", None if level == Level.PASS else "staged-slow")]
+
+
+@check("staged-latency", title="Host-staged copy latency", group=GROUP,
+       meaning="a small copy through host memory takes too long (judged when P2P is not expected)",
+       fix="check host links and NUMA placement")
+def check_staged_latency(p: PairEvidence) -> list[Finding]:
+    staged = p.staged
+    if staged is None or staged.latency_us is None:
+        return []
+    level = Level.PASS if staged.latency_us <= T.STAGED_LATENCY_MAX_US else Level.WARN
+    return [Finding(level, "staged-latency", p.label,
+                    f"staged 16-byte copy {staged.latency_us:.1f} us; pass at {T.STAGED_LATENCY_MAX_US:.0f}",
+                    None if level == Level.PASS else "staged-slow")]
+
+
 def judge_pair(ev: Evidence, p: PairEvidence, *, expect_p2p: bool = True,
                link_override: tuple[int, int] | None = None) -> PairVerdict:
     kind = _path_kind(ev, p)
     available, reason = _availability(p)
     state = {True: "available", False: "unavailable", None: "unknown"}[available]
     v = PairVerdict(p.src, p.dst, kind, state)
-    f = v.findings
-    s = p.label
-
-    if p.can_access_peer is not None and reason is not None and p.can_access_peer:
-        f.append(Finding(Level.WARN, "p2p-status", s,
-                         f"CUDA allows peer access but NVML reports {reason} ({NVML_REASONS.get(reason, reason)})",
-                         "status-disagree"))
+    v.findings.extend(check_status(p, available, reason, expect_p2p))
     if available is False:
-        why = f"NVML: {reason} ({NVML_REASONS.get(reason, reason)})" if reason else "CUDA: cannot access peer"
-        if expect_p2p:
-            f.append(Finding(Level.FAIL, "p2p-status", s, f"P2P unavailable, {why}",
-                             f"nvml-{reason}" if reason else "no-peer-access"))
-        else:
+        if not expect_p2p:
             v.p2p = "not expected"
-            f.append(Finding(Level.PASS, "p2p-status", s, f"P2P unavailable as expected ({why})"))
-            f.extend(_judge_staged(ev, p, kind, link_override))
-        _integrity(p, f)
+            v.findings.extend(check_staged_bandwidth(ev, p, link_override) + check_staged_latency(p))
+        v.findings.extend(check_integrity(p))
         return v
-    if available:
-        f.append(Finding(Level.PASS, "p2p-status", s, "P2P available"
-                         + (f" (NVML read/write {p.nvml_status.get('read')}/{p.nvml_status.get('write')})"
-                            if p.nvml_status else "")))
-
-    _integrity(p, f)
-    fig = p.p2p
-    if fig is None or fig.empty:
-        if p.p2p_skipped:
-            f.append(Finding(Level.WARN, "p2p-measured", s, f"peer copies not measured: {p.p2p_skipped}",
-                             "not-measured"))
+    v.findings.extend(check_integrity(p))
+    if p.p2p is None or p.p2p.empty:
+        v.findings.extend(check_measured(p))
         return v
-
-    staged = p.staged if p.staged is not None and not p.staged.empty else None
-    if fig.latency_us is not None:
-        lat = fig.latency_us
-        if lat > T.P2P_LATENCY_WARN_US:
-            f.append(Finding(Level.FAIL, "p2p-latency", s,
-                             f"16-byte peer copy takes {lat:.1f} us (limit {T.P2P_LATENCY_WARN_US:.0f}): "
-                             "the time of a trip through host memory", "p2p-not-engaged"))
-        elif lat > T.P2P_LATENCY_PASS_US:
-            f.append(Finding(Level.WARN, "p2p-latency", s,
-                             f"16-byte peer copy takes {lat:.1f} us (pass at {T.P2P_LATENCY_PASS_US:.0f})",
-                             "p2p-slow-latency"))
-        else:
-            f.append(Finding(Level.PASS, "p2p-latency", s, f"16-byte peer copy {lat:.2f} us"))
-        if staged is not None and staged.latency_us is not None and lat * T.LATENCY_GAIN_MIN > staged.latency_us:
-            f.append(Finding(Level.FAIL if lat > T.P2P_LATENCY_PASS_US else Level.WARN, "p2p-vs-staged", s,
-                             f"peer copy latency {lat:.1f} us is not well below the staged {staged.latency_us:.1f} us",
-                             "p2p-not-engaged"))
-
-    rate, rate_name = _line_rate(ev, p, kind, link_override)
-    if fig.uni_gbps is not None:
-        if rate is not None:
-            # A VM shows a made-up topology (often PHB for every pair), so a pair there might
-            # cross sockets without saying so: it gets the cross-socket band.
-            near = p.topology in ("PIX", "PXB", "PHB", "NODE") and not ev.in_vm
-            band = T.UNI_NVLINK if kind == "nvlink" else (T.UNI_PCIE_NEAR if near else T.UNI_PCIE_FAR)
-            ratio = fig.uni_gbps / rate
-            level = _band(ratio, band)
-            caveat = ""
-            if kind != "nvlink" and not near:
-                caveat = ", topology hidden by the VM" if ev.in_vm and p.topology else (
-                    "" if p.topology else ", topology unknown")
-            f.append(Finding(level, "uni-bandwidth", s,
-                             f"{fig.uni_gbps:.1f} GB/s = {ratio:.0%} of {rate_name} ({rate:.1f} GB/s); "
-                             f"pass at {band.pass_at:.0%}" + caveat,
-                             None if level == Level.PASS else "uni-low"))
-        if staged is not None and staged.uni_gbps is not None and fig.uni_gbps <= staged.uni_gbps:
-            f.append(Finding(Level.WARN, "p2p-vs-staged", s,
-                             f"peer copies ({fig.uni_gbps:.1f} GB/s) are no faster than staged ones "
-                             f"({staged.uni_gbps:.1f} GB/s)", "p2p-no-gain"))
-    if fig.uni_gbps and fig.bidi_gbps is not None:
-        ratio = fig.bidi_gbps / fig.uni_gbps
-        level = _band(ratio, T.BIDI_OVER_UNI)
-        f.append(Finding(level, "bidi-bandwidth", s,
-                         f"both ways {fig.bidi_gbps:.1f} GB/s = {ratio:.2f}x one way; pass at "
-                         f"{T.BIDI_OVER_UNI.pass_at}x", None if level == Level.PASS else "bidi-low"))
+    v.findings.extend(check_latency(p, kind) + check_vs_staged(p, kind) + check_uni(ev, p, kind, link_override)
+                      + check_bidi(p, kind))
     return v
-
-
-def _integrity(p: PairEvidence, f: list[Finding]) -> None:
-    for name, path in (("peer", p.p2p), ("staged", p.staged)):
-        if path is None:
-            continue
-        if path.integrity_failures:
-            f.append(Finding(Level.FAIL, "integrity", p.label,
-                             f"{name} copies delivered wrong data: " + "; ".join(path.integrity_failures[:3]),
-                             "integrity"))
-        elif path.integrity_checked:
-            f.append(Finding(Level.PASS, "integrity", p.label,
-                             f"{name} copies: {path.integrity_checked} destinations checked, all correct"))
-
-
-def _judge_staged(ev: Evidence, p: PairEvidence, kind: str, link_override: tuple[int, int] | None) -> list[Finding]:
-    staged: PathFigures | None = p.staged if p.staged is not None and not p.staged.empty else None
-    if staged is None:
-        return []
-    out: list[Finding] = []
-    rate, rate_name = _line_rate(ev, p, "pcie", link_override)
-    if staged.uni_gbps is not None and rate is not None:
-        ratio = staged.uni_gbps / rate
-        level = Level.PASS if ratio >= T.STAGED_SHARE_OF_LINK else Level.WARN
-        out.append(Finding(level, "staged-bandwidth", p.label,
-                           f"staged {staged.uni_gbps:.1f} GB/s = {ratio:.0%} of {rate_name}; "
-                           f"pass at {T.STAGED_SHARE_OF_LINK:.0%}", None if level == Level.PASS else "staged-slow"))
-    if staged.latency_us is not None:
-        level = Level.PASS if staged.latency_us <= T.STAGED_LATENCY_MAX_US else Level.WARN
-        out.append(Finding(level, "staged-latency", p.label,
-                           f"staged 16-byte copy {staged.latency_us:.1f} us; pass at "
-                           f"{T.STAGED_LATENCY_MAX_US:.0f}", None if level == Level.PASS else "staged-slow"))
-    return out
 
 
 # -- the machine ---------------------------------------------------------------------------
 
 
+@check("p2p-waived", title="Peer tests the tool skipped", group=GROUP,
+       meaning="nvbandwidth waived a device-to-device test: the driver refused to map peer memory",
+       fix="P2P is unavailable between these GPUs: see nvidia-smi topo -p2p r for the reason")
+def check_waived(ev: Evidence, expect_p2p: bool) -> list[Finding]:
+    out: list[Finding] = []
+    for test, why in ev.waived.items():
+        if expect_p2p:
+            out.append(Finding(Level.FAIL, "p2p-waived", "machine", f"{ev.source} waived {test}: {why}",
+                               "no-peer-access"))
+        else:
+            out.append(Finding(Level.PASS, "p2p-waived", "machine", f"{ev.source} waived {test} as expected ({why})"))
+    return out
+
+
+def check_machine_integrity(ev: Evidence) -> list[Finding]:
+    """Data errors a tool reported without naming the pair (reported under the ``integrity`` check)."""
+    if not ev.integrity_failures:
+        return []
+    return [Finding(Level.FAIL, "integrity", "machine",
+                    f"{ev.source} found wrong data after a copy: " + "; ".join(ev.integrity_failures[:3]),
+                    "integrity")]
+
+
+@check("nccl", title="NCCL all-reduce", group=GROUP, meaning="NCCL's all-reduce failed or returned a wrong result",
+       fix="rerun with NCCL_DEBUG=INFO; look for 'via SHM' (no P2P) or hangs after init")
+def check_nccl(nccl: dict[str, object]) -> list[Finding]:
+    if "skipped" in nccl:
+        return []
+    if "error" in nccl:
+        return [Finding(Level.WARN, "nccl", "machine", f"NCCL all-reduce did not complete: {nccl['error']}",
+                        "nccl-failed")]
+    if nccl.get("correct") is False:
+        wrong = nccl.get("wrong")
+        detail = f" ({wrong} wrong values)" if wrong else ""
+        return [Finding(Level.FAIL, "nccl", "machine", f"NCCL all-reduce returned a wrong sum{detail}", "integrity")]
+    busbw = nccl.get("busbw_gbps")
+    bw = f": bus bandwidth {busbw} GB/s" if busbw is not None else ""
+    return [Finding(Level.PASS, "nccl", "machine",
+                    f"NCCL all-reduce over {nccl.get('world_size')} GPUs{bw}, correct sum")]
+
+
 def judge(ev: Evidence, *, expect_p2p: bool = True, link_override: tuple[int, int] | None = None) -> Verdict:
     verdict = Verdict(notes=list(ev.notes))
+    verdict.notes.extend(f"partial capture: {why}" for why in ev.partial)
     pairs_over_pcie = False
     for p in ev.pairs:
         pv = judge_pair(ev, p, expect_p2p=expect_p2p, link_override=link_override)
@@ -320,8 +437,9 @@ def judge(ev: Evidence, *, expect_p2p: bool = True, link_override: tuple[int, in
         verdict.gpu_findings.extend(judge_gpu(g, multi_gpu_pcie=pairs_over_pcie))
     if ev.gpu_count < 2:
         verdict.notes.append("one GPU: no peer-to-peer pairs to judge")
+    verdict.machine_findings.extend(check_waived(ev, expect_p2p) + check_machine_integrity(ev))
     if ev.nccl:
-        verdict.machine_findings.extend(_judge_nccl(ev.nccl))
+        verdict.machine_findings.extend(check_nccl(ev.nccl))
     if not any(pv.findings for pv in verdict.pairs) and ev.pairs and all(
             p.p2p is None and p.staged is None for p in ev.pairs):
         verdict.notes.append("no copies measured: status only")
@@ -329,13 +447,4 @@ def judge(ev: Evidence, *, expect_p2p: bool = True, link_override: tuple[int, in
 
 
 def _judge_nccl(nccl: dict[str, object]) -> list[Finding]:
-    if "skipped" in nccl:
-        return []
-    if "error" in nccl:
-        return [Finding(Level.WARN, "nccl", "machine", f"NCCL all-reduce did not complete: {nccl['error']}",
-                        "nccl-failed")]
-    if nccl.get("correct") is False:
-        return [Finding(Level.FAIL, "nccl", "machine", "NCCL all-reduce returned a wrong sum", "integrity")]
-    return [Finding(Level.PASS, "nccl", "machine",
-                    f"NCCL all-reduce over {nccl.get('world_size')} GPUs: bus bandwidth {nccl.get('busbw_gbps')} GB/s,"
-                    f" correct sum")]
+    return check_nccl(nccl)

@@ -78,6 +78,8 @@ class GpuReport(_Model):
     pcie: PcieLink = PcieLink()
     nvlink: NvLinkInfo = NvLinkInfo()
     local: LocalCopies | None = None
+    numa_node: int | None = None  # from sysfs, like nvidia-smi topo -m's NUMA Affinity
+    cpu_affinity: str | None = None  # local_cpulist, e.g. 0-55,112-167
 
 
 class NvmlPair(_Model):

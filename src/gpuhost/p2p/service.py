@@ -6,19 +6,25 @@ file) and prints the :class:`Outcome`.
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from gpuhost.errors import UsageError
+from gpuhost.errors import ProbeError, UsageError
 from gpuhost.p2p.baseline import Regression, compare
 from gpuhost.p2p.diagnosis import diagnose
 from gpuhost.p2p.evidence import Evidence
 from gpuhost.p2p.from_probe import evidence_from_report
+from gpuhost.p2p.json_out import JSON_SCHEMA, outcome_json
 from gpuhost.p2p.judge import Finding, Level, Verdict, judge
+from gpuhost.p2p.merge import merge
 from gpuhost.p2p.report import ProbeReport
 
-JSON_SCHEMA = "gpuhost.verify-p2p/1"
+__all__ = ["EXIT_CANNOT_RUN", "JSON_SCHEMA", "Outcome", "Settings", "judge_evidence", "judge_files",
+           "outcome_from_report", "parse_link"]
 EXIT_CANNOT_RUN = 2
 
 
@@ -54,30 +60,26 @@ class Outcome:
         return self.verdict.level.word
 
     def to_json(self) -> dict[str, Any]:
-        v = self.verdict
-        ev = self.evidence
-        return {
-            "schema": JSON_SCHEMA,
-            "target": self.target,
-            "source": ev.source if ev else None,
-            "verdict": self.word,
-            "exit_code": self.exit_code,
-            "cannot_run": self.cannot_run,
-            "facts": self.facts,
-            "diagnosis": self.diagnosis,
-            "notes": v.notes if v else [],
-            "machine": [_finding(f) for f in v.machine_findings] if v else [],
-            "gpus": [_finding(f) for f in v.gpu_findings] if v else [],
-            "pairs": [{"src": p.src, "dst": p.dst, "path": p.path, "p2p": p.p2p, "verdict": p.level.word,
-                       "findings": [_finding(f) for f in p.findings]} for p in v.pairs] if v else [],
-            "regressions": [r.to_json() for r in self.regressions],
-            "report": self.raw_report,
-        }
+        return outcome_json(self)
 
 
-def _finding(f: Finding) -> dict[str, Any]:
-    return {"level": f.level.word, "check": f.check, "subject": f.subject, "message": f.message,
-            "cause": f.cause}
+def _nothing_judged(ev: Evidence, verdict: Verdict) -> str | None:
+    """Why nothing could be judged (exit 2, "no measurement"), or None when something was."""
+    if verdict.findings:
+        return None
+    if ev.pairs and all(p.topology and p.p2p is None and not p.nvml_status for p in ev.pairs):
+        return ("no measurement: a topology shows which path each pair would take, not whether P2P works; add a "
+                "bandwidth or status capture (--from-file again) or run gpuhost verify p2p on the machine")
+    if ev.pairs and all(p.nvml_status and not {"read", "write"} & set(p.nvml_status) for p in ev.pairs):
+        caps = sorted({cap for p in ev.pairs for cap in p.nvml_status})
+        return (f"no measurement: the status shows only {', '.join(caps)}; 'nvidia-smi topo -p2p r' and 'w' "
+                "(read and write) decide whether P2P works")
+    if ev.partial:
+        return "no measurement: " + "; ".join(ev.partial)
+    if ev.measured:
+        return ("no measurement that can be judged here: the figures need a line rate (--link GENxWIDTH) or a "
+                "topology capture")
+    return "no measurement in the input"
 
 
 def judge_evidence(target: str, ev: Evidence, settings: Settings, *, report: ProbeReport | None = None,
@@ -90,7 +92,11 @@ def judge_evidence(target: str, ev: Evidence, settings: Settings, *, report: Pro
     if report is not None and report.status == "deadline":
         verdict.machine_findings.append(Finding(Level.FAIL, "probe", "machine",
                                                 "the probe hit its deadline; figures are partial", None))
-    return Outcome(target, ev, verdict, diagnose(verdict, ev), report, raw_report, regressions)
+    why = _nothing_judged(ev, verdict)
+    diagnosis = [] if why else diagnose(verdict, ev)
+    if diagnosis and ev.partial:
+        diagnosis.append("Partial capture, judged on what is there: " + "; ".join(ev.partial))
+    return Outcome(target, ev, verdict, diagnosis, report, raw_report, regressions, cannot_run=why)
 
 
 def cannot_run(target: str, report: ProbeReport, raw_report: dict[str, Any] | None) -> Outcome:
@@ -135,3 +141,56 @@ def parse_link(text: str) -> tuple[int, int]:
     if not m:
         raise UsageError(f"--link expects GENxWIDTH such as gen5x16, got '{text}'")
     return int(m.group(1)), int(m.group(2))
+
+
+def _raw_report(path: Path) -> dict[str, Any] | None:
+    raw = json.loads(path.read_text())
+    if isinstance(raw, dict) and "report" in raw and raw.get("schema"):
+        raw = raw["report"]
+    return raw if isinstance(raw, dict) else None
+
+
+def judge_files(paths: Sequence[Path], settings: Settings) -> Outcome:
+    """``--from-file A [--from-file B ...]``: captures of one machine, judged together."""
+    from gpuhost.p2p.parsers import read_capture_file
+
+    if not paths:
+        raise UsageError("no file given")
+    read = [(path, *read_capture_file(path)) for path in paths]
+    target = " + ".join(str(p) for p in paths)
+    reports = [(path, report) for path, _, report in read if report is not None]
+    if len(reports) > 1:
+        raise ProbeError("more than one probe report given: judge one machine's probe report at a time")
+    if len(read) == 1 and reports:
+        path, report = reports[0]
+        return outcome_from_report(target, report, settings, _raw_report(path))
+    if reports:
+        path, report = reports[0]
+        if report.status == "cannot_run" or not any(g.measured for g in report.gpus):
+            return cannot_run(target, report, _raw_report(path))
+    ev = merge(*(ev for _, ev, _ in read))
+    report = reports[0][1] if reports else None
+    raw = _raw_report(reports[0][0]) if reports else None
+    return judge_evidence(target, ev, settings, report=report, raw_report=raw)
+
+
+def probe_target(conn: Any, target: str, settings: Settings, *, options: Any, ctid: int | None = None,
+                 save_report: Path | None = None) -> Outcome:
+    """Run the probe through ``conn`` (on the node, or in CT ``ctid``) and judge its report."""
+    from gpuhost.p2p.remote import run_probe
+
+    report = run_probe(conn, options, ctid=ctid)
+    raw = report.model_dump(mode="json")
+    if save_report is not None:
+        save_report.write_text(json.dumps(raw, indent=1) + "\n")
+    return outcome_from_report(target, report, settings, raw)
+
+
+def settings_from_options(*, expect_p2p: bool, link: str | None, baseline: Path | None) -> Settings:
+    """The judge's settings from the command line's options."""
+    from gpuhost.p2p.parsers import read_capture_file
+
+    settings = Settings(expect_p2p=expect_p2p, link=parse_link(link) if link else None)
+    if baseline is not None:
+        settings.baseline = read_capture_file(baseline)[0]
+    return settings

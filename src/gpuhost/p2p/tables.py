@@ -16,9 +16,10 @@ from rich.text import Text
 
 from gpuhost.p2p.evidence import Evidence, GpuEvidence, PairEvidence
 from gpuhost.p2p.judge import Level, PairVerdict, Verdict
+from gpuhost.p2p.links import describe_path
 from gpuhost.p2p.service import Outcome
 
-STYLE = {Level.PASS: "green", Level.WARN: "yellow", Level.FAIL: "bold red"}
+STYLE = {Level.PASS: "green", Level.INFO: "cyan", Level.WARN: "yellow", Level.FAIL: "bold red"}
 
 Cell = Callable[[PairEvidence], float | None]
 Diag = Callable[[GpuEvidence], float | None]
@@ -58,11 +59,11 @@ def matrices(ev: Evidence) -> list[str]:
 
     specs: list[tuple[str, Cell, Diag | None, str]] = [
         ("Unidirectional P2P=Disabled Bandwidth Matrix (GB/s)", staged("uni_gbps"), _read_write, "D\\D"),
-        ("Unidirectional P2P=Enabled Bandwidth (P2P Writes) Matrix (GB/s)", p2p("uni_gbps"), _read_write, "D\\D"),
+        (f"Unidirectional P2P=Enabled Bandwidth ({ev.p2p_copy}) Matrix (GB/s)", p2p("uni_gbps"), _read_write, "D\\D"),
         ("Bidirectional P2P=Disabled Bandwidth Matrix (GB/s)", staged("bidi_gbps"), None, "D\\D"),
         ("Bidirectional P2P=Enabled Bandwidth Matrix (GB/s)", p2p("bidi_gbps"), None, "D\\D"),
         ("P2P=Disabled Latency Matrix (us)", staged("latency_us"), lambda g: g.d2d_latency_us, "GPU"),
-        ("P2P=Enabled Latency (P2P Writes) Matrix (us)", p2p("latency_us"), lambda g: g.d2d_latency_us, "GPU"),
+        (f"P2P=Enabled Latency ({ev.p2p_copy}) Matrix (us)", p2p("latency_us"), lambda g: g.d2d_latency_us, "GPU"),
     ]
     out = []
     for title, cell, diag, label in specs:
@@ -97,13 +98,13 @@ def pair_table(ev: Evidence, verdict: Verdict) -> Table | None:
     if not verdict.pairs:
         return None
     t = Table(title="pairs", title_justify="left")
-    for col in ("pair", "path", "P2P", "one-way GB/s", "both GB/s", "lat us", "staged GB/s", "staged us",
+    for col in ("pair", "link", "path", "P2P", "one-way GB/s", "both GB/s", "lat us", "staged GB/s", "staged us",
                 "verdict", "worst finding"):
         t.add_column(col)
     for pv in verdict.pairs:
         p = ev.pair(pv.src, pv.dst)
         assert p is not None
-        t.add_row(pv.label, pv.path, pv.p2p, _fmt(p.p2p.uni_gbps if p.p2p else None),
+        t.add_row(pv.label, p.topology or "-", pv.path, pv.p2p, _fmt(p.p2p.uni_gbps if p.p2p else None),
                   _fmt(p.p2p.bidi_gbps if p.p2p else None), _fmt(p.p2p.latency_us if p.p2p else None, 2),
                   _fmt(p.staged.uni_gbps if p.staged else None), _fmt(p.staged.latency_us if p.staged else None, 2),
                   Text(pv.level.word, style=STYLE[pv.level]), _worst(pv))
@@ -115,16 +116,69 @@ def _worst(pv: PairVerdict) -> str:
     return bad[0].message if bad else ""
 
 
+def link_matrix(ev: Evidence) -> str | None:
+    """The link types as ``nvidia-smi topo -m`` prints them, with NUMA placement, or None without topology."""
+    if not any(p.topology for p in ev.pairs):
+        return None
+    idx = sorted({g.index for g in ev.gpus} | {p.src for p in ev.pairs} | {p.dst for p in ev.pairs})
+    head = ["", *[f"GPU{j}" for j in idx], *ev.nics, "CPU Affinity", "NUMA Affinity"]
+    lines = ["Links (nvidia-smi topo -m)", "\t".join(head)]
+    for i in idx:
+        g = ev.gpu(i)
+        cells = [f"GPU{i}"]
+        for j in idx:
+            p = ev.pair(i, j)
+            cells.append(" X " if i == j else (p.topology or "-") if p else "-")
+        cells.extend(ev.nic_links.get((i, nic), "-") for nic in ev.nics)
+        cells.extend([(g.cpu_affinity if g else None) or "-", (g.numa_node if g else None) or "-"])
+        lines.append("\t".join(cells))
+    return "\n".join(lines)
+
+
+def path_lines(ev: Evidence) -> list[str]:
+    """What path a peer copy of each GPU pair takes (one line per unordered pair)."""
+    out = []
+    for p in ev.pairs:
+        if p.src < p.dst and p.topology:
+            out.append(f"GPU{p.src}<->GPU{p.dst}: {p.topology}: {describe_path(p.topology)}")
+    return out
+
+
+def numa_lines(ev: Evidence) -> list[str]:
+    """Which GPUs sit on which NUMA node, and the CPUs near them."""
+    nodes: dict[tuple[str, str], list[int]] = {}
+    for g in ev.gpus:
+        if g.numa_node is not None or g.cpu_affinity is not None:
+            nodes.setdefault((g.numa_node or "?", g.cpu_affinity or "?"), []).append(g.index)
+    return [f"NUMA node {node} (CPUs {cpus}): " + ", ".join(f"GPU{i}" for i in idx)
+            for (node, cpus), idx in sorted(nodes.items())]
+
+
+def _topology(ev: Evidence) -> list[RenderableType]:
+    text = link_matrix(ev)
+    if text is None:
+        return []
+    out: list[RenderableType] = [Text(text + "\n")]
+    out.extend(Text("  " + line) for line in numa_lines(ev) + path_lines(ev))
+    return out
+
+
 def render(outcome: Outcome) -> list[RenderableType]:
     """Everything to print, in order."""
     out: list[RenderableType] = []
+    ev = outcome.evidence
     if outcome.cannot_run is not None:
+        if ev is not None:
+            out.extend(_topology(ev))
+            out.extend(Text("note: " + note, style="dim") for note in ev.notes)
+            out.extend(Text("note: partial capture: " + why, style="dim") for why in ev.partial)
         out.append(Text(f"{outcome.target}: CANNOT RUN: {outcome.cannot_run}", style="bold red"))
         for fact in outcome.facts:
             out.append(Text("  " + fact))
         return out
-    ev, verdict = outcome.evidence, outcome.verdict
+    verdict = outcome.verdict
     assert ev is not None and verdict is not None
+    out.extend(_topology(ev))
     for text in matrices(ev):
         out.append(Text(text + "\n"))
     for table in (gpu_table(ev, verdict), pair_table(ev, verdict)):

@@ -31,6 +31,16 @@ def pcie_rate(gen: int | None, width: int | None) -> float | None:
     return PCIE_LANE_GBPS[gen] * width
 
 
+#: GPU name fragment -> compute capability, for captures that give names only (nvbandwidth, topo -m).
+_CC_BY_NAME = (("GB200", "10.0"), ("B200", "10.0"), ("H100", "9.0"), ("H200", "9.0"), ("H800", "9.0"),
+               ("H20", "9.0"), ("GH200", "9.0"), ("A100", "8.0"), ("A800", "8.0"), ("A30", "8.0"),
+               ("V100", "7.0"), ("P100", "6.0"), ("A6000", "8.6"), ("RTX 3090", "8.6"), ("A40", "8.6"))
+
+
+def compute_capability_from_name(name: str | None) -> str | None:
+    return next((cc for frag, cc in _CC_BY_NAME if name and frag in name), None)
+
+
 def nvlink_rate(compute_capability: str | None, links: int) -> float | None:
     if compute_capability is None or links <= 0:
         return None
@@ -57,9 +67,28 @@ BIDI_OVER_UNI = Band(1.6, 1.2)
 # Pinned host<->GPU copies as a share of the PCIe line rate.
 HOST_LINK = Band(0.80, 0.60)
 
-# 16-byte peer copy latency in microseconds (lower is better).
+# 16-byte peer copy latency in microseconds (lower is better). The PCIe lines come from PCIe
+# boxes (0.4-2.3 us); NVLink pairs measure 2.2-2.3 us on A100 bridges and H200 NVSwitch and more
+# through NVSwitch fabrics under a hypervisor, so they get lines of their own: the staged trip
+# (10-25 us) is what tells a peer path that is not engaged.
 P2P_LATENCY_PASS_US = 3.0
 P2P_LATENCY_WARN_US = 8.0
+NVLINK_LATENCY_PASS_US = 5.0
+NVLINK_LATENCY_WARN_US = 10.0
+
+
+@dataclass(frozen=True)
+class LatencyLine:
+    pass_us: float
+    warn_us: float
+
+
+PCIE_LATENCY = LatencyLine(P2P_LATENCY_PASS_US, P2P_LATENCY_WARN_US)
+NVLINK_LATENCY = LatencyLine(NVLINK_LATENCY_PASS_US, NVLINK_LATENCY_WARN_US)
+
+
+def latency_line(kind: str) -> LatencyLine:
+    return NVLINK_LATENCY if kind == "nvlink" else PCIE_LATENCY
 
 #: A peer copy at least this much faster than the staged one shows the peer path is used.
 LATENCY_GAIN_MIN = 2.0

@@ -27,6 +27,27 @@ NVLINK_MAX_LINKS = 18
 NVLINK_REMOTE_TYPES = {0: "gpu", 1: "ibmnpu", 2: "switch", 255: "unknown"}
 
 
+def sysfs_placement(bus_id: Optional[str], root: str = "/sys/bus/pci/devices") -> Dict[str, Any]:
+    """NUMA node and nearby CPUs of a PCI device, as ``nvidia-smi topo -m`` shows them (from sysfs)."""
+    out: Dict[str, Any] = {"numa_node": None, "cpu_affinity": None}
+    if not bus_id or bus_id.count(":") != 2:
+        return out
+    domain, rest = bus_id.split(":", 1)
+    path = "%s/%04x:%s" % (root, int(domain, 16), rest.lower())
+    try:
+        with open(path + "/numa_node") as f:
+            node = int(f.read().strip())
+        out["numa_node"] = node if node >= 0 else None
+    except (OSError, ValueError):
+        pass
+    try:
+        with open(path + "/local_cpulist") as f:
+            out["cpu_affinity"] = f.read().strip() or None
+    except OSError:
+        pass
+    return out
+
+
 def _text(value: Any) -> str:
     return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
@@ -102,7 +123,9 @@ class Nvml:
         power = q(e, "power", lambda: nv.nvmlDeviceGetPowerUsage(h))
         limit = q(e, "power_limit", lambda: nv.nvmlDeviceGetEnforcedPowerLimit(h))
         cc = q(e, "cuda_compute_capability", lambda: nv.nvmlDeviceGetCudaComputeCapability(h))
+        bus_id = _text(pci.busId) if pci is not None else None
         return {
+            **sysfs_placement(bus_id),
             "name": q(e, "name", lambda: _text(nv.nvmlDeviceGetName(h))),
             "uuid": q(e, "uuid", lambda: _text(nv.nvmlDeviceGetUUID(h))),
             "bus_id": _text(pci.busId) if pci is not None else None,

@@ -37,7 +37,7 @@ def test_json_output_is_one_object_with_verdicts_per_pair() -> None:
     r = _run("--from-file", str(fixture("probe_2x-h200-vm_nvlink.json")), "--json")
     assert r.exit_code == 0
     out = json.loads(r.output)
-    assert out["schema"] == "gpuhost.verify-p2p/1" and out["verdict"] == "PASS"
+    assert out["schema"] == "gpuhost.verify-p2p/2" and out["verdict"] == "PASS"
     assert {(p["src"], p["dst"], p["path"], p["verdict"]) for p in out["pairs"]} == {
         (0, 1, "nvlink", "PASS"), (1, 0, "nvlink", "PASS")}
     assert out["report"]["schema_version"] == 1

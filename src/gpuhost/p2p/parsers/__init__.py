@@ -1,7 +1,8 @@
 """Readers for captured outputs: ``gpuhost verify p2p --from-file FILE``.
 
 Recognised by content: the probe's JSON (or ``gpuhost verify p2p --json`` output),
-``p2pBandwidthLatencyTest``, ``nvbandwidth`` (plain text) and ``nvidia-smi topo -p2p``.
+``p2pBandwidthLatencyTest``, ``nvbandwidth`` (plain text), nccl-tests, ``nvidia-smi topo -m``
+and ``nvidia-smi topo -p2p``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 from gpuhost.errors import ProbeError
 from gpuhost.p2p.evidence import Evidence
 from gpuhost.p2p.from_probe import evidence_from_report
-from gpuhost.p2p.parsers import cuda_samples, nvbandwidth, topo_p2p
+from gpuhost.p2p.parsers import cuda_samples, nccl_tests, nvbandwidth, topo_matrix, topo_p2p
 from gpuhost.p2p.report import ProbeReport, parse_report
 
 
@@ -44,10 +45,14 @@ def read_capture(text: str, *, source: str = "input") -> tuple[Evidence, ProbeRe
         return cuda_samples.parse(text), None
     if nvbandwidth.looks_like(text):
         return nvbandwidth.parse(text), None
+    if nccl_tests.looks_like(text):
+        return nccl_tests.parse(text), None
+    if topo_matrix.looks_like(text):
+        return topo_matrix.parse(text), None
     if topo_p2p.looks_like(text):
         return topo_p2p.parse(text), None
     raise ProbeError(f"{source}: not a format gpuhost reads (p2pBandwidthLatencyTest, nvbandwidth text, "
-                     "nvidia-smi topo -p2p, or a gpuhost probe report)")
+                     "nccl-tests, nvidia-smi topo -m or -p2p, or a gpuhost probe report)")
 
 
 def read_capture_file(path: str | Path) -> tuple[Evidence, ProbeReport | None]:

@@ -139,12 +139,26 @@ def parse(text: str) -> Evidence:
             staged = PathFigures(cell("staged", "uni", i, j), cell("staged", "bidi", i, j),
                                  cell("staged", "latency", i, j))
             pair = PairEvidence(src=i, dst=j, can_access_peer=can, staged=staged)
-            if can:
+            if can or (can is None and not access):
                 pair.p2p = PathFigures(cell("p2p", "uni", i, j), cell("p2p", "bidi", i, j),
                                        cell("p2p", "latency", i, j))
             pairs.append(pair)
     notes = ["p2pBandwidthLatencyTest does not say how the GPUs are linked: bandwidth is judged against the "
-             "line rate only with --link (e.g. --link gen5x16); NVLink is recognised from the rates",
-             "p2pBandwidthLatencyTest checks no data: integrity is not judged"]
+             "line rate only with --link (e.g. --link gen5x16) or a topology capture; NVLink is recognised from the "
+             "rates", "p2pBandwidthLatencyTest checks no data: integrity is not judged"]
+    if not access:
+        notes.append("the capture shows no peer-access lines or connectivity matrix: its P2P=Enabled figures are "
+                     "taken as peer copies, though the tool falls back to staged copies where peer access fails")
     return Evidence(source="p2pBandwidthLatencyTest", gpus=[gpus[k] for k in sorted(gpus)], pairs=pairs,
-                    notes=notes)
+                    notes=notes, partial=_missing_sections(text, matrices))
+
+
+def _missing_sections(text: str, matrices: dict[tuple[str, str], Matrix]) -> list[str]:
+    """Why a capture looks cut short: a section title without rows, or no peer matrix after the status."""
+    out = []
+    wanted = [(k, t) for t, k in SECTIONS.items() if t in text and k not in matrices]
+    for key, title in wanted:
+        out.append(f"'{title}' has no rows: the capture ends there")
+    if ("p2p", "uni") not in matrices and ("p2p", "latency") not in matrices and not wanted:
+        out.append("no P2P=Enabled matrix: the capture ends before the peer measurements")
+    return list(dict.fromkeys(out))

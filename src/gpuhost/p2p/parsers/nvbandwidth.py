@@ -1,57 +1,169 @@
-"""``nvbandwidth`` plain-text output as :class:`Evidence`.
+"""``nvbandwidth`` plain-text output as :class:`Evidence`, found by its matrix titles.
 
-Each test prints ``Running <name>.``, a title such as
-``memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)``, a header of column numbers
-and one row per source; ``N/A`` marks pairs without peer access (nvbandwidth only
-measures device-to-device copies with peer access on). ``->`` means data flows from
-the row's GPU to the column's, ``<-`` the other way. Only copy-engine tests are read;
-SM-copy and latency tests measure other things and are skipped.
+A test prints ``Running <name>.``, a title such as
+``memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)``, a header of column numbers, one
+row per source and ``SUM <name> <value>``. Posted excerpts often start at the title and
+end at ``SUM``, or stop mid-matrix, so a matrix is recognised by its title and named by
+whichever of ``Running``/``SUM`` is there (by the title alone when neither is). ``N/A``
+marks pairs without peer access. ``->`` means data flows from the row's GPU to the
+column's, ``<-`` the other way. Only copy-engine tests are judged; SM-copy tests measure
+another engine and are listed, not judged.
+
+``Waiving <test>.`` means the tool skipped the test (for device-to-device tests: the
+peer mapping failed); ``Invalid value when checking the pattern`` / ``ASSERT ...
+memcmpPatternHelper`` means a copy delivered wrong data. Both become evidence, never a
+read error.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 from gpuhost.errors import ProbeError
 from gpuhost.p2p.evidence import Evidence, GpuEvidence, PairEvidence, PathFigures
 from gpuhost.p2p.parsers.common import number, strip_ansi
 
 _DEVICE = re.compile(r"^Device (\d+): (.+?)(?: \(([0-9a-fA-F:.]+)\))?\s*$")
-_RUNNING = re.compile(r"^Running (\S+?)\.?$")
+_RUNNING = re.compile(r"^Running (\w+?)\.?$")
+_WAIVING = re.compile(r"^Waiving (\w+?)\.?$")
+_SUM = re.compile(r"^SUM (\w+) ([-\d.]+)")
+_TITLE = re.compile(r"^memcpy (CE|SM) (CPU|GPU)\(row\) (<->|->|<-) (CPU|GPU)\(column\) bandwidth \(GB/s\)")
+_HEADER = re.compile(r"^\d+(?:\s+\d+)*$")
 _ROW = re.compile(r"^(\d+)\s+((?:(?:N/A|[-\d.]+)\s*)+)$")
+_BAD_DATA = re.compile(r"Invalid value when checking the pattern|ASSERT in expression .*memcmpPattern")
+
+#: (engine, row, arrow, column) of an unnamed matrix -> the test that prints that title.
+_BY_TITLE = {
+    ("CE", "GPU", "->", "GPU"): "device_to_device_memcpy_read_ce",
+    ("CE", "GPU", "<-", "GPU"): "device_to_device_memcpy_write_ce",
+    ("CE", "GPU", "<->", "GPU"): "device_to_device_bidirectional_memcpy_read_ce",
+    ("CE", "CPU", "->", "GPU"): "host_to_device_memcpy_ce",
+    ("CE", "CPU", "<-", "GPU"): "device_to_host_memcpy_ce",
+    ("CE", "CPU", "<->", "GPU"): "host_to_device_bidirectional_memcpy_ce",
+}
+UNI_TESTS = ("device_to_device_memcpy_write_ce", "device_to_device_memcpy_read_ce")
+BIDI_TESTS = ("device_to_device_bidirectional_memcpy_write_ce", "device_to_device_bidirectional_memcpy_read_ce")
+HOST_TESTS = {"host_to_device_memcpy_ce": "h2d_gbps", "device_to_host_memcpy_ce": "d2h_gbps",
+              "device_local_copy": "d2d_gbps"}
 
 
 def looks_like(text: str) -> bool:
-    return "nvbandwidth Version" in text or bool(re.search(r"^\s*Running \w+_memcpy_ce\.", text, re.M))
+    clean = strip_ansi(text)
+    return ("nvbandwidth Version" in clean or bool(_TITLE.search(clean.replace("> ", "")))
+            or bool(re.search(r"^[>\s]*(Running|Waiving) \w+_(memcpy_(ce|sm)|copy)\.", clean, re.M)))
 
 
-def _tests(text: str) -> dict[str, tuple[str, list[list[float | None]]]]:
-    """Test name -> (title, rows) for every test that printed a matrix."""
-    out: dict[str, tuple[str, list[list[float | None]]]] = {}
+@dataclass
+class Matrix:
+    """One result matrix as printed."""
+
+    title: str
+    engine: str  # CE or SM
+    arrow: str
+    key: tuple[str, str, str] = ("", "", "")  # (row kind, arrow, column kind)
     name: str | None = None
-    title = ""
-    rows: list[list[float | None]] = []
+    columns: int = 0
+    rows: list[list[float | None]] = field(default_factory=list)
+    closed: bool = False  # its SUM line was seen
+
+
+@dataclass
+class Reading:
+    matrices: dict[str, Matrix] = field(default_factory=dict)
+    waived: dict[str, str] = field(default_factory=dict)
+    bad_data: list[str] = field(default_factory=list)
+    partial: list[str] = field(default_factory=list)
+
+
+def _waiver_reason(test: str) -> str:
+    if test.startswith("device_to_device"):
+        return "the peer-to-peer mapping failed: P2P is not supported between these GPUs here"
+    return "nvbandwidth skipped it"
+
+
+def read_matrices(text: str) -> Reading:
+    """Every matrix, waiver and data error in the text, and what is missing from it."""
+    out = Reading()
+    running: str | None = None
+    current: Matrix | None = None
+
+    def finish(m: Matrix | None) -> None:
+        if m is None or not m.rows:
+            return
+        m.name = m.name or _BY_TITLE.get((m.engine, *m.key))
+        if m.name is None:
+            return
+        out.matrices[m.name] = m
+
     for raw in text.splitlines():
         line = raw.strip()
-        m = _RUNNING.match(line)
+        while line.startswith(">"):
+            line = line[1:].strip()  # markdown quotes and shell prompts copied with the output
+        if m := _RUNNING.match(line):
+            finish(current)
+            current, running = None, m.group(1)
+            continue
+        if m := _WAIVING.match(line):
+            finish(current)
+            current, running = None, None
+            out.waived[m.group(1)] = _waiver_reason(m.group(1))
+            continue
+        if _BAD_DATA.search(line):
+            where = f" in {running}" if running else ""
+            out.bad_data.append(line + where)
+            continue
+        if m := _TITLE.match(line):
+            finish(current)
+            current = Matrix(title=line, engine=m.group(1), arrow=m.group(3), name=running,
+                             key=(m.group(2), m.group(3), m.group(4)))
+            running = None
+            continue
+        if m := _SUM.match(line):
+            if current is not None:
+                current.name = current.name or m.group(1)
+                current.closed = True
+            finish(current)
+            current = None
+            continue
+        if current is None:
+            continue
+        if _HEADER.match(line) and not current.rows and not current.columns:
+            current.columns = len(line.split())
+            continue
+        if m := _ROW.match(line):
+            current.rows.append([number(c) for c in m.group(2).split()])
+    if current is not None:
+        finish(current)
+        name = current.name or "a matrix"
+        if not current.rows:
+            out.partial.append(f"the capture ends after the title of {name}")
+    if running is not None and not any(running in b for b in out.bad_data):
+        out.partial.append(f"{running} printed no result: the capture ends there")
+    for m in out.matrices.values():
+        if m.engine == "CE" and m.key[0] == "GPU" and m.columns and len(m.rows) < m.columns:
+            out.partial.append(f"{m.name} shows {len(m.rows)} of {m.columns} rows")
+    return out
+
+
+def _gpus(text: str) -> dict[int, GpuEvidence]:
+    gpus: dict[int, GpuEvidence] = {}
+    for line in text.splitlines():
+        m = _DEVICE.match(line.strip())
         if m:
-            if name and rows:
-                out[name] = (title, rows)
-            name, title, rows = m.group(1), "", []
-            continue
-        if name is None:
-            continue
-        if "(GB/s)" in line:
-            title = line
-            continue
-        m = _ROW.match(line)
-        if m and title:
-            cells = m.group(2).split()
-            if not rows and "." not in line and "N/A" not in line:
-                continue  # the header of column numbers
-            rows.append([number(c) for c in cells])
-    if name and rows:
-        out[name] = (title, rows)
+            bus = m.group(3)
+            gpus[int(m.group(1))] = GpuEvidence(index=int(m.group(1)), name=m.group(2).strip(),
+                                                bus_id=bus.upper() if bus else None)
+    return gpus
+
+
+def _cells(m: Matrix) -> dict[tuple[int, int], float | None]:
+    """(src GPU, dst GPU) -> GB/s, following the title's arrow."""
+    out: dict[tuple[int, int], float | None] = {}
+    reverse = m.arrow == "<-"
+    for r, row in enumerate(m.rows):
+        for c, value in enumerate(row):
+            out[(c, r) if reverse else (r, c)] = value
     return out
 
 
@@ -59,39 +171,22 @@ def parse(text: str) -> Evidence:
     text = strip_ansi(text)
     if text.lstrip().startswith("{"):
         raise ProbeError("nvbandwidth JSON (-j) is not read yet; give the plain-text output (run without -j)")
-    gpus: dict[int, GpuEvidence] = {}
-    for line in text.splitlines():
-        m = _DEVICE.match(line.strip())
-        if m:
-            gpus[int(m.group(1))] = GpuEvidence(index=int(m.group(1)), name=m.group(2).strip())
-    tests = _tests(text)
-    if not tests:
-        raise ProbeError("no nvbandwidth result matrix found in the file")
+    gpus = _gpus(text)
+    reading = read_matrices(text)
+    tests = reading.matrices
+    if not tests and not reading.waived and not reading.bad_data:
+        raise ProbeError("no nvbandwidth result matrix, waiver or data error found in the file")
 
-    def cells(test: str) -> dict[tuple[int, int], float | None]:
-        """(src GPU, dst GPU) -> GB/s, following the title's arrow."""
-        title, rows = tests[test]
-        out: dict[tuple[int, int], float | None] = {}
-        reverse = "<-" in title and "<->" not in title
-        for r, row in enumerate(rows):
-            for c, value in enumerate(row):
-                out[(c, r) if reverse else (r, c)] = value
-        return out
-
-    for key, attr in (("host_to_device_memcpy_ce", "h2d_gbps"), ("device_to_host_memcpy_ce", "d2h_gbps"),
-                      ("device_local_copy", "d2d_gbps")):
-        if key in tests:
-            _, rows = tests[key]
-            for col, value in enumerate(rows[0]):
+    for key, attr in HOST_TESTS.items():
+        if key in tests and tests[key].rows:
+            for col, value in enumerate(tests[key].rows[0]):
                 g = gpus.setdefault(col, GpuEvidence(index=col))
                 setattr(g, attr, value)
 
-    uni_test = next((t for t in ("device_to_device_memcpy_write_ce", "device_to_device_memcpy_read_ce")
-                     if t in tests), None)
-    bidi_test = next((t for t in ("device_to_device_bidirectional_memcpy_write_ce",
-                                  "device_to_device_bidirectional_memcpy_read_ce") if t in tests), None)
-    uni = cells(uni_test) if uni_test else {}
-    bidi = cells(bidi_test) if bidi_test else {}
+    uni_test = next((t for t in UNI_TESTS if t in tests), None)
+    bidi_test = next((t for t in BIDI_TESTS if t in tests), None)
+    uni = _cells(tests[uni_test]) if uni_test else {}
+    bidi = _cells(tests[bidi_test]) if bidi_test else {}
     n = max([len(gpus)] + [max(i, j) + 1 for i, j in uni] + [max(i, j) + 1 for i, j in bidi])
     for i in range(n):
         gpus.setdefault(i, GpuEvidence(index=i))
@@ -110,9 +205,15 @@ def parse(text: str) -> Evidence:
                 elif can is False:
                     pair.p2p_skipped = "nvbandwidth printed N/A: no peer access"
                 pairs.append(pair)
-    notes = ["nvbandwidth measures no 16-byte latency and checks data itself (not reported here): latency and "
-             "integrity are not judged", "nvbandwidth does not print link generation: use --link to judge "
-             "PCIe bandwidth against the line rate"]
-    if not pairs:
-        notes.append("no device-to-device test in this output")
-    return Evidence(source="nvbandwidth", gpus=[gpus[k] for k in sorted(gpus)], pairs=pairs, notes=notes)
+    notes = ["nvbandwidth measures no 16-byte latency: latency is not judged; it checks the data it copies and "
+             "reports only failures"]
+    sm = sorted(name for name, m in tests.items() if m.engine == "SM")
+    if sm:
+        notes.append(f"SM-copy tests are listed, not judged: {', '.join(sm)}")
+    if not pairs and not reading.waived:
+        notes.append("no device-to-device copy-engine test in this output")
+    ev = Evidence(source="nvbandwidth", gpus=[gpus[k] for k in sorted(gpus)], pairs=pairs, notes=notes,
+                  partial=reading.partial, waived=dict(reading.waived), integrity_failures=list(reading.bad_data))
+    if uni_test:
+        ev.p2p_copy = f"CE {'reads' if uni_test.endswith('read_ce') else 'writes'}, nvbandwidth {uni_test}"
+    return ev

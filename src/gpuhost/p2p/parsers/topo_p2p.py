@@ -22,7 +22,8 @@ _ROW = re.compile(r"^\s*GPU(\d+)\s+((?:(?:X|OK|CNS|GNS|TNS|NS|DR|U)\s*)+)$")
 
 def looks_like(text: str) -> bool:
     clean = strip_ansi(text)
-    return "Bandwidth" not in clean and any(_ROW.match(line) for line in clean.splitlines())
+    measured = re.search(r"Bandwidth Matrix|bandwidth \(GB/s\)", clean)
+    return not measured and any(_ROW.match(line) for line in clean.splitlines())
 
 
 def parse(text: str) -> Evidence:

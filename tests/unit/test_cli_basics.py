@@ -34,4 +34,4 @@ def test_bad_extra_var_is_a_usage_error(tmp_path):
     inv = tmp_path / "inv.yml"
     inv.write_text("nodes:\n  a: {address: 127.0.0.1, connection: local}\n")
     r = run("run", EXAMPLE, "-i", str(inv), "-e", "novalue")
-    assert r.returncode == 2 and "-e expects KEY=VALUE" in r.stderr
+    assert r.returncode == 2 and "-e:1" in r.stderr and "expects KEY=VALUE" in r.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gpuhost.connection.base import Connection, WriteResult
+from gpuhost.connection.pct import PctConnection
 from gpuhost.connection.local import LocalConnection
 from gpuhost.connection.result import CommandResult
 from gpuhost.connection.ssh import SSHConnection, SSHSettings
@@ -34,5 +35,5 @@ def open_connection(node: NodeSpec) -> Connection:
     return SSHConnection(node.name, ssh_settings(node))
 
 
-__all__ = ["CommandResult", "Connection", "LocalConnection", "SSHConnection", "SSHSettings", "WriteResult",
+__all__ = ["CommandResult", "Connection", "LocalConnection", "PctConnection", "SSHConnection", "SSHSettings", "WriteResult",
            "open_connection", "ssh_settings"]

@@ -22,7 +22,7 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 def settings(host, **kw):
-    base = dict(address=host.address, key_file=str(host.client_key), known_hosts_file=str(host.known_hosts))
+    base = {"address": host.address, "key_file": str(host.client_key), "known_hosts_file": str(host.known_hosts)}
     base.update(kw)
     return SSHSettings(**base)
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from gpuhost.connection.base import Connection, WriteResult
-from gpuhost.connection.pct import PctConnection
 from gpuhost.connection.local import LocalConnection
+from gpuhost.connection.pct import PctConnection
 from gpuhost.connection.result import CommandResult
 from gpuhost.connection.ssh import SSHConnection, SSHSettings
 from gpuhost.errors import ConnectionFailed
@@ -35,5 +35,5 @@ def open_connection(node: NodeSpec) -> Connection:
     return SSHConnection(node.name, ssh_settings(node))
 
 
-__all__ = ["CommandResult", "Connection", "LocalConnection", "PctConnection", "SSHConnection", "SSHSettings", "WriteResult",
-           "open_connection", "ssh_settings"]
+__all__ = ["CommandResult", "Connection", "LocalConnection", "PctConnection", "SSHConnection", "SSHSettings",
+           "WriteResult", "open_connection", "ssh_settings"]

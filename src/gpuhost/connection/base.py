@@ -27,7 +27,7 @@ from gpuhost.connection.result import CommandResult
 from gpuhost.connection.write_script import BACKUP_SUFFIX, SymlinkPolicy, WriteRequest
 from gpuhost.errors import CommandFailed, CommandTimeout
 
-__all__ = ["BACKUP_SUFFIX", "Connection", "DEFAULT_TIMEOUT", "Stdin", "WriteResult", "to_shell"]
+__all__ = ["BACKUP_SUFFIX", "DEFAULT_TIMEOUT", "Connection", "Stdin", "WriteResult", "to_shell"]
 
 #: Timeout of a command when neither the call nor the connection says otherwise.
 DEFAULT_TIMEOUT = 600.0
@@ -39,7 +39,8 @@ Stdin = bytes | BinaryIO | None
 
 _STAT_SCRIPT = (r'p=$1; [ -f "$p" ] || exit 44; s=$(sha256sum < "$p") || exit 1; '
                 r'printf "%s %s\n" "${s%% *}" "$(stat -L -c %a -- "$p")"')
-_GET_SCRIPT = r'p=$1; [ -f "$p" ] || exit 44; cat -- "$p" || exit 1; s=$(sha256sum < "$p") || exit 1; echo "${s%% *}" >&2'
+_GET_SCRIPT = (r'p=$1; [ -f "$p" ] || exit 44; cat -- "$p" || exit 1; '
+               r's=$(sha256sum < "$p") || exit 1; echo "${s%% *}" >&2')
 
 
 @dataclass(frozen=True)

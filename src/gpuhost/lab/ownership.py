@@ -16,7 +16,6 @@ import shutil
 import stat
 import uuid
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from gpuhost.errors import LabError, UsageError
 from gpuhost.lab.layout import LabLayout

@@ -19,7 +19,7 @@ from tests.lab_fixtures import lab_address, require_lab_prerequisites
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     code = "import sys; from gpuhost.cli.app import main; main(sys.argv[1:])"
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120, check=False)
 
 
 def _tree(root: Path) -> dict[str, tuple[int, bytes]]:

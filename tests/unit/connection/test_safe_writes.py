@@ -78,8 +78,9 @@ def test_signal_mid_stream_removes_the_temp_file(tmp_path, sig):
     while not temps(tmp_path) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert temps(tmp_path), "the script made its temp file"
-    script_pid = int(subprocess.run(["pgrep", "-s", str(proc.pid), "-f", "gpuhost-write"], capture_output=True,
-                                    text=True).stdout.split()[-1])
+    found = subprocess.run(["pgrep", "-s", str(proc.pid), "-f", "gpuhost-write"], check=False, capture_output=True,
+                           text=True)
+    script_pid = int(found.stdout.split()[-1])
     os.kill(script_pid, sig)
     proc.stdin.close()
     proc.wait(5)

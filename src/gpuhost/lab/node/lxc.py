@@ -165,7 +165,8 @@ def _template_path(ostemplate: str) -> str:
             raise PveError(f"unable to parse volume ID '{ostemplate}'")
         if m.group(1) not in ("local", "local-lvm", "local-zfs"):
             raise PveError(f"storage '{m.group(1)}' does not exist")
-        if not re.fullmatch(r"vztmpl/[^/\s]+\.tar\.(?:gz|xz|zst|bz2)", m.group(2)) or m.group(2).startswith("vztmpl/.."):
+        volname = m.group(2)
+        if not re.fullmatch(r"vztmpl/[^/\s]+\.tar\.(?:gz|xz|zst|bz2)", volname) or volname.startswith("vztmpl/.."):
             raise PveError(f"unable to parse directory volume name '{m.group(2)}'")
         if m.group(1) != "local":
             raise PveError(f"storage '{m.group(1)}' does not support container templates")

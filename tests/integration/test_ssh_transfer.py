@@ -175,3 +175,35 @@ def test_frozen_host_between_commands(sshd_host):
     finally:
         sshd_host.thaw()
         conn.close()
+
+
+def test_new_private_file_is_never_readable_by_others_over_ssh(sshd_host):
+    import stat
+
+    etc = sshd_host.upper("/etc")
+    seen: set[int] = set()
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            for p in etc.glob(".token*"):
+                try:
+                    seen.add(stat.S_IMODE(p.lstat().st_mode))
+                except FileNotFoundError:
+                    pass
+
+    with SSHConnection("node1", settings(sshd_host)) as conn:
+        conn.run("true")
+        t = threading.Thread(target=watch)
+        t.start()
+        try:
+            r = conn.put_file("/etc/token", os.urandom(1 << 20) * 32, mode=0o600)
+        finally:
+            stop.set()
+            t.join()
+        assert r.sent and conn.run("stat -c %a /etc/token").stdout.strip() == "600"
+        first = conn.write_file("/etc/token", "a\n")
+        second = conn.write_file("/etc/token", "b\n")
+        assert first.backup != second.backup and conn.read_file(second.backup) == "a\n"
+    assert seen, "the watcher saw the temporary file"
+    assert all(m & 0o077 == 0 for m in seen), sorted(oct(m) for m in seen)

@@ -12,7 +12,8 @@ The hierarchy::
     ├── ConnectionFailed              cannot reach or log in to a host                     (exit 1)
     │   └── HostKeyMismatch           the host presented a key we do not trust
     ├── CommandFailed                 a remote or local command exited non-zero            (exit 1)
-    │                                 carries command, exit code and the output's tail
+    │   │                             carries command, exit code and the output's tail
+    │   └── CommandTimeout            it ran past its timeout (exit 124)
     ├── FactError                     a host's state cannot be read or makes no sense      (exit 1)
     ├── OperationFailed               an operation cannot reach its desired state          (exit 1)
     └── ProbeError                    the GPU probe cannot run on a target                 (exit 2)
@@ -110,6 +111,20 @@ class CommandFailed(GpuhostError):
         if out:
             msg += "\n" + "\n".join("  | " + line for line in out.splitlines())
         super().__init__(msg)
+
+
+class CommandTimeout(CommandFailed):
+    """A command ran past its timeout; ``timeout`` is the limit in seconds."""
+
+    def __init__(self, command: str, timeout: float, stdout: str = "", stderr: str = "",
+                 host: str | None = None) -> None:
+        self.timeout = timeout
+        super().__init__(command, 124, stdout, stderr + f"\ntimed out after {timeout:g} s", host=host)
+        self.message = self.message.replace("command failed (exit 124)", f"command timed out after {timeout:g} s", 1)
+        self.args = (self.message,)
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class FactError(GpuhostError):

@@ -118,6 +118,37 @@ class SshdHost:
         self.stop()
         raise TimeoutError(f"test sshd {self.name} not ready on {self.address}:22")
 
+    def processes(self) -> list[int]:
+        """Every process of the host (its namespace's init, sshd, sessions), not the unshare parent."""
+        assert self.proc is not None
+        todo, found = [self.proc.pid], []
+        while todo:
+            pid = todo.pop()
+            try:
+                for task in Path(f"/proc/{pid}/task").iterdir():
+                    kids = [int(k) for k in (task / "children").read_text().split()]
+                    found += kids
+                    todo += kids
+            except OSError:
+                continue
+        return found
+
+    def freeze(self) -> None:
+        """SIGSTOP every process of the host: its TCP sockets stay open (the kernel still ACKs),
+        but nothing answers, like a hung machine."""
+        for pid in self.processes():
+            try:
+                os.kill(pid, signal.SIGSTOP)
+            except ProcessLookupError:
+                pass
+
+    def thaw(self) -> None:
+        for pid in self.processes():
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+
     def stop(self) -> None:
         if self.proc is None:
             return

@@ -1,11 +1,31 @@
-"""Run inside an LXC container through its node: ``pct exec CTID -- sh -c …`` over the node's connection."""
+"""Run inside an LXC container through its node: ``pct exec CTID -- sh -c …`` over the node's connection.
+
+Commands, reads and small writes pass through ``pct exec`` (stdin included). Files go with
+``pct push`` / ``pct pull``, as PVE's own tools do:
+
+* ``put_file``: the content goes to a temporary directory on the node (verified there), ``pct push``
+  copies it to a temporary name beside the target inside the CT (mode 0600), where its length and
+  SHA-256 are verified again before it gets its final owner and mode and is renamed over the
+  target (the same script as every other write, see :mod:`gpuhost.connection.write_script`);
+* ``get_file``: the CT's SHA-256 of the file is read, ``pct pull`` copies it to the node, and the
+  node's copy (checked against it) comes back.
+
+Temporary files on the node and in the CT are removed whatever happens.
+"""
 
 from __future__ import annotations
 
+import os
 import shlex
+import tempfile
+from pathlib import Path
+from typing import BinaryIO
 
-from gpuhost.connection.base import Connection
+from gpuhost.connection.base import Connection, Stdin, WriteResult
+from gpuhost.connection.payload import Source, open_payload
 from gpuhost.core.result import CommandResult
+from gpuhost.connection.write_script import TEMP_NAME_SCRIPT, SymlinkPolicy, WriteRequest
+from gpuhost.errors import CommandFailed
 
 
 class PctConnection(Connection):
@@ -13,10 +33,74 @@ class PctConnection(Connection):
 
     def __init__(self, node: Connection, ctid: int) -> None:
         self.node = node
-        self.ctid = ctid
-        self.name = f"{node.name}/ct{ctid}"
+        self.ctid = int(ctid)
+        self.name = f"{node.name}/ct{self.ctid}"
+        self.default_timeout = node.default_timeout
 
-    def _exec(self, command: str, stdin: bytes | None, timeout: float | None) -> CommandResult:
+    def _exec(self, command: str, stdin: Stdin, timeout: float | None,
+              stdout_sink: BinaryIO | None = None) -> CommandResult:
         wrapped = f"pct exec {self.ctid} -- sh -c {shlex.quote(command)}"
-        result = self.node._exec(wrapped, stdin, timeout)
-        return CommandResult(command, result.exit_code, result.stdout, result.stderr, result.duration)
+        result = self.node._exec(wrapped, stdin, timeout, stdout_sink)
+        return CommandResult(command, result.exit_code, result.stdout, result.stderr, result.duration,
+                             timed_out=result.timed_out)
+
+    def put_file(self, remote_path: str, data: Source, *, mode: int | None = None, sha256: str | None = None,
+                 backup: bool = False, backup_dir: str | None = None, keep: int | None = None,
+                 symlinks: SymlinkPolicy = "follow", timeout: float | None = None) -> WriteResult:
+        with open_payload(data, sha256) as payload:
+            current = self.remote_sha256(remote_path)
+            if current is not None and current[0] == payload.sha256:
+                changed = mode is not None and int(current[1], 8) != mode
+                if changed:
+                    self.run(["chmod", format(mode or 0, "04o"), "--", remote_path])
+                return WriteResult(remote_path, None, payload.sha256, payload.size, sent=False, changed=changed)
+            request = WriteRequest(remote_path, payload.size, payload.sha256, mode, backup, backup_dir, keep,
+                                   symlinks)
+            staging = self._node_temp_dir()
+            ct_temp: str | None = None
+            try:
+                self.node.put_file(f"{staging}/data", payload.stream, mode=0o600, sha256=payload.sha256,
+                                   timeout=timeout)
+                ct_temp = self.run(["sh", "-c", TEMP_NAME_SCRIPT, "gpuhost-temp", remote_path, symlinks]
+                                   ).stdout.strip()
+                self.node.run(["pct", "push", str(self.ctid), f"{staging}/data", ct_temp, "--perms", "0600"],
+                              timeout=timeout)
+                result = self.run(f"PUSHED={shlex.quote(ct_temp)} {request.command()}", timeout=timeout)
+                ct_temp = None           # renamed into place (the script removes it itself on failure)
+                return WriteResult(remote_path, result.stdout.strip() or None, payload.sha256, payload.size)
+            finally:
+                if ct_temp:
+                    self.run(["rm", "-f", "--", ct_temp], check=False)
+                self.node.run(["rm", "-rf", "--", staging], check=False)
+
+    def get_file(self, remote_path: str, local_path: str | os.PathLike[str] | None = None, *,
+                 timeout: float | None = None) -> bytes | Path:
+        current = self.remote_sha256(remote_path)
+        if current is None:
+            raise CommandFailed(f"pct pull {self.ctid} {remote_path}", 44, "", f"{remote_path}: no such file",
+                                host=self.name)
+        staging = self._node_temp_dir()
+        try:
+            pulled = f"{staging}/data"
+            self.node.run(["pct", "pull", str(self.ctid), remote_path, pulled], timeout=timeout)
+            on_node = self.node.remote_sha256(pulled)
+            if on_node is None or on_node[0] != current[0]:
+                raise CommandFailed(f"pct pull {self.ctid} {remote_path}", 1, "",
+                                    f"checksum mismatch: {remote_path} has {current[0]} in the CT, the copy "
+                                    f"pulled to the node has {on_node[0] if on_node else 'nothing'}", host=self.name)
+            if local_path is None:
+                return self.node.get_file(pulled, timeout=timeout)
+            target = Path(local_path)
+            fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.gpuhost-", dir=target.parent)
+            os.close(fd)
+            try:
+                self.node.get_file(pulled, tmp, timeout=timeout)
+                os.replace(tmp, target)
+            finally:
+                Path(tmp).unlink(missing_ok=True)
+            return target
+        finally:
+            self.node.run(["rm", "-rf", "--", staging], check=False)
+
+    def _node_temp_dir(self) -> str:
+        return self.node.run('mktemp -d "${TMPDIR:-/tmp}/gpuhost-pct.XXXXXX"').stdout.strip()

@@ -4,6 +4,12 @@ Host keys are verified against a known_hosts file by default and a mismatch is a
 refused. ``accept-new`` records the key of a host seen for the first time (as OpenSSH's
 ``StrictHostKeyChecking=accept-new``). TCP_NODELAY is set on the socket: without it
 every command pays ~40 ms of Nagle/delayed-ACK stall.
+
+Every command has a timeout (``command_timeout``, 600 s, unless the call gives one), and a
+:class:`~gpuhost.connection.watchdog.Watchdog` detects a dead peer: after ``keepalive`` s of
+silence it sends an SSH keepalive that wants a reply, and ``keepalive_count`` unanswered ones
+(a frozen or vanished host: TCP alone cannot tell, the kernel still ACKs) end the session
+with :class:`~gpuhost.errors.ConnectionFailed`.
 """
 
 from __future__ import annotations
@@ -13,13 +19,14 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import BinaryIO, Literal
 
 import fabric
 import paramiko
 
-from gpuhost.connection.base import Connection
-from gpuhost.core.result import CommandResult
+from gpuhost.connection.base import DEFAULT_TIMEOUT, Connection, Stdin, iter_chunks
+from gpuhost.core.result import TIMEOUT_EXIT, CommandResult
+from gpuhost.connection.watchdog import Watchdog
 from gpuhost.errors import ConnectionFailed, HostKeyMismatch
 
 HostKeyPolicy = Literal["strict", "accept-new"]
@@ -37,7 +44,12 @@ class SSHSettings:
     known_hosts_file: str = "~/.ssh/known_hosts"
     host_key_policy: HostKeyPolicy = "strict"
     connect_timeout: float = 10.0
-    keepalive: int = 15
+    #: Seconds of silence before the peer is asked whether it is still there.
+    keepalive: float = 15.0
+    #: Unanswered keepalives (``keepalive`` s apart) after which the connection is declared lost.
+    keepalive_count: int = 3
+    #: Timeout of a command run without ``timeout=``.
+    command_timeout: float | None = DEFAULT_TIMEOUT
 
 
 class _AcceptNewPolicy(paramiko.MissingHostKeyPolicy):
@@ -63,6 +75,7 @@ class SSHConnection(Connection):
     def __init__(self, name: str, settings: SSHSettings) -> None:
         self.name = name
         self.settings = settings
+        self.default_timeout = settings.command_timeout
         self._conn: fabric.Connection | None = None
         self._connect()
 
@@ -114,9 +127,6 @@ class SSHConnection(Connection):
         except OSError as exc:
             sock.close()
             raise ConnectionFailed(self.name, str(exc)) from None
-        transport = client.get_transport()
-        assert transport is not None
-        transport.set_keepalive(s.keepalive)
         self._conn = conn
 
     def _transport(self) -> paramiko.Transport:
@@ -152,46 +162,66 @@ class SSHConnection(Connection):
             self._conn = None
 
     # -- commands ------------------------------------------------------------------------
-    def _exec(self, command: str, stdin: bytes | None, timeout: float | None) -> CommandResult:
+    def _exec(self, command: str, stdin: Stdin, timeout: float | None,
+              stdout_sink: BinaryIO | None = None) -> CommandResult:
         start = time.monotonic()
+        transport = self._transport()
+        s = self.settings
+        watch = Watchdog(transport, timeout, s.keepalive, s.keepalive_count)
         try:
-            chan = self._transport().open_session()
-        except paramiko.SSHException as exc:
+            chan = transport.open_session(timeout=s.keepalive * s.keepalive_count)
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            self._lost_if(watch, transport)
             raise ConnectionFailed(self.name, f"cannot open a channel: {exc}") from None
-        chan.settimeout(timeout)
+        watch.start(chan)
         err_chunks: list[bytes] = []
 
         def read_stderr() -> None:
             try:
                 while data := chan.recv_stderr(_CHUNK):
+                    watch.alive()
                     err_chunks.append(data)
             except (TimeoutError, OSError):
                 pass
 
         out_chunks: list[bytes] = []
-        timed_out = False
+        failure: str | None = None
+        code = -1
         try:
             chan.exec_command(command)
             reader = threading.Thread(target=read_stderr, daemon=True)
             reader.start()
-            if stdin:
-                chan.sendall(stdin)
+            for chunk in iter_chunks(stdin):
+                chan.sendall(chunk)
+                watch.alive()
             chan.shutdown_write()
             while data := chan.recv(_CHUNK):
-                out_chunks.append(data)
-            reader.join(timeout)
+                watch.alive()
+                if stdout_sink is not None:
+                    stdout_sink.write(data)
+                else:
+                    out_chunks.append(data)
+            reader.join()
             code = chan.recv_exit_status()
-        except TimeoutError:
-            timed_out = True
-            code = 124
         except (paramiko.SSHException, OSError, EOFError) as exc:
-            raise ConnectionFailed(self.name, f"connection lost while running a command: {exc}") from None
+            failure = str(exc) or type(exc).__name__
         finally:
+            watch.stop()
             chan.close()
+        if watch.dead:
+            self._lost_if(watch, transport)
+            raise ConnectionFailed(self.name, f"the host stopped answering (no reply to {s.keepalive_count} "
+                                              f"keepalives {s.keepalive:g} s apart) while running: {command[:200]}")
         stderr = b"".join(err_chunks).decode(errors="replace")
-        if timed_out:
-            stderr += f"\ntimed out after {timeout} s"
-        if code == -1:  # the session ended without an exit status (host went down)
-            raise ConnectionFailed(self.name, "connection lost while running a command")
-        return CommandResult(command, code, b"".join(out_chunks).decode(errors="replace"), stderr,
-                             time.monotonic() - start)
+        stdout = b"".join(out_chunks).decode(errors="replace")
+        if watch.timed_out:
+            return CommandResult(command, TIMEOUT_EXIT, stdout, stderr + f"\ntimed out after {timeout:g} s",
+                                 time.monotonic() - start, timed_out=True)
+        if failure is not None or code == -1:  # the session ended without an exit status (host went down)
+            raise ConnectionFailed(self.name, f"connection lost while running a command: {failure or 'no exit status'}")
+        return CommandResult(command, code, stdout, stderr, time.monotonic() - start)
+
+    def _lost_if(self, watch: Watchdog, transport: paramiko.Transport) -> None:
+        """A dead peer: drop the session, so later calls fail at once (reconnect() starts a new one)."""
+        if watch.dead or not transport.is_active():
+            transport.close()

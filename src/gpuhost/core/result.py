@@ -4,6 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: Exit status reported for a command that ran past its timeout (as coreutils' ``timeout``).
+TIMEOUT_EXIT = 124
+
+#: Exit status reported for a command that ran past its timeout (as coreutils' ``timeout``).
+TIMEOUT_EXIT = 124
+
 
 @dataclass(frozen=True)
 class CommandResult:
@@ -14,6 +20,7 @@ class CommandResult:
     stdout: str
     stderr: str
     duration: float = 0.0
+    timed_out: bool = False
 
     @property
     def ok(self) -> bool:

@@ -67,6 +67,12 @@ class LabLayout:
         return self.root / "lab.json"
 
     @property
+    def marker_file(self) -> Path:
+        """The lab's id, whether it created the state directory, and the entries it made there:
+        ``lab down`` removes exactly those, and refuses a directory without this marker."""
+        return self.root / ".gpuhost-lab"
+
+    @property
     def inventory_file(self) -> Path:
         return self.root / "inventory.yml"
 

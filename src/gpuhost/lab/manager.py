@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -17,11 +18,15 @@ from gpuhost.lab.boot_script import BOOT_SCRIPT
 from gpuhost.lab.credentials import new_ca, new_password, new_token_secret, ssh_keygen, write_secret
 from gpuhost.lab.inventory import render_inventory
 from gpuhost.lab.layout import LabLayout
+from gpuhost.lab.nodeproc import API_PORT
+from gpuhost.lab.ownership import Ownership, claim, read_marker, record, remove_owned, require_owned
 from gpuhost.lab.seed import NodeSecrets, SeedHook, install_node_library, seed_node
 from gpuhost.lab.spec import LabSpec, NodeSpec, require_loopback
 
 SUPERVISOR_START_TIMEOUT_S = 90.0
 REQUIRED_COMMANDS = ("unshare", "mount", "nsenter", "openssl", "/usr/sbin/sshd")
+# Entries the supervisor makes in the state directory after lab up wrote the rest.
+_RUNTIME_ENTRIES = ["supervisor.sock", "supervisor.pid", "supervisor.log"]
 
 
 @dataclass(frozen=True)
@@ -30,6 +35,13 @@ class LabInfo:
     inventory: Path
     nodes: list[dict[str, object]]
     supervisor_pid: int | None
+
+
+def state_path(state_dir: Path) -> Path:
+    """The absolute state directory, its parents' links resolved but not its own (a state directory
+    that is itself a link is refused, not followed)."""
+    p = Path(os.path.abspath(state_dir))
+    return p.parent.resolve() / p.name
 
 
 def require_root() -> None:
@@ -52,14 +64,18 @@ def up(nodes: list[NodeSpec], state_dir: Path, seed_dirs: list[Path] | None = No
     ``tie_to_caller``: the supervisor dies with the calling process (for test fixtures)."""
     require_root()
     _require_tools()
-    layout = LabLayout(state_dir.resolve())
-    _claim_state_dir(layout)
+    layout = LabLayout(state_path(state_dir))
+    _check_addresses(nodes)
+    owner = _claim_state_dir(layout)
     try:
         spec = LabSpec(nodes=nodes, seed_dirs=[str(d) for d in seed_dirs or []])
         _write_lab(layout, spec, [Path(d) for d in spec.seed_dirs], hooks or [])
+        record(layout, owner, extra=_RUNTIME_ENTRIES)
         _start_supervisor(layout, tie_to_caller)
+        record(layout, owner, extra=_RUNTIME_ENTRIES)
     except BaseException:
-        _stop_and_remove(layout)
+        record(layout, owner, extra=_RUNTIME_ENTRIES)
+        _stop_and_remove(layout, owner)
         raise
     return status(layout.root)
 
@@ -67,15 +83,15 @@ def up(nodes: list[NodeSpec], state_dir: Path, seed_dirs: list[Path] | None = No
 def down(state_dir: Path) -> bool:
     """Stop the supervisor (and with it every node), then remove the state. False if no lab."""
     require_root()
-    layout = LabLayout(state_dir.resolve())
-    if not layout.spec_file.exists():
+    layout = LabLayout(state_path(state_dir))
+    if not layout.spec_file.exists() and not layout.marker_file.exists():
         return False
-    _stop_and_remove(layout)
+    _stop_and_remove(layout, require_owned(layout))
     return True
 
 
 def status(state_dir: Path) -> LabInfo:
-    state_dir = state_dir.resolve()
+    state_dir = state_path(state_dir)
     layout = LabLayout(state_dir)
     if not layout.spec_file.exists():
         raise LabError(f"no lab in {state_dir} (start one with: gpuhost lab up)")
@@ -95,25 +111,43 @@ def reboot_node(state_dir: Path, name: str) -> None:
 
 # ---- internals ------------------------------------------------------------------------------
 
-def _claim_state_dir(layout: LabLayout) -> None:
-    if layout.spec_file.exists():
+def _claim_state_dir(layout: LabLayout) -> Ownership:
+    if layout.spec_file.exists() or layout.marker_file.exists():
         if _supervisor_pid(layout) is not None:
             raise LabError(f"a lab is already running in {layout.root} (stop it with: gpuhost lab down"
                            f"{'' if layout.root == Path('/run/gpuhost-lab') else f' --state-dir {layout.root}'})")
-        _stop_and_remove(layout)          # leftovers of a lab whose supervisor died
-    layout.root.mkdir(mode=0o700, parents=True, exist_ok=True)
-    os.chmod(layout.root, 0o700)
-    if any(layout.root.iterdir()):
-        raise UsageError(f"state directory {layout.root} is not empty and holds no lab")
+        old = read_marker(layout)
+        if old is None:
+            raise UsageError(f"state directory {layout.root} holds {layout.spec_file.name} but no gpuhost lab "
+                             "marker: it was not made by 'gpuhost lab up'; not touching it")
+        _stop_and_remove(layout, old)     # leftovers of a lab whose supervisor died
+    return claim(layout)
+
+
+def _check_addresses(nodes: list[NodeSpec]) -> None:
+    """Loopback only, unique, and nobody answering there yet (a leftover sshd would take our logins)."""
+    for node in nodes:
+        require_loopback(node.address)   # never listen anywhere a real machine could be reached
+    names = [n.name for n in nodes]
+    addresses = [n.address for n in nodes]
+    if len(set(names)) != len(names) or len(set(addresses)) != len(addresses):
+        raise UsageError("lab node names and addresses must be unique")
+    for node in nodes:
+        for port in (22, API_PORT):
+            if _answers(node.address, port):
+                raise UsageError(f"{node.address}:{port} is already in use (another lab, or a leftover sshd?); "
+                                 f"{node.name} needs it: stop that first or choose another --address")
+
+
+def _answers(address: str, port: int) -> bool:
+    try:
+        with socket.create_connection((address, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
 
 
 def _write_lab(layout: LabLayout, spec: LabSpec, seed_dirs: list[Path], hooks: list[SeedHook]) -> None:
-    for node in spec.nodes:
-        require_loopback(node.address)   # never listen anywhere a real machine could be reached
-    names = [n.name for n in spec.nodes]
-    addresses = [n.address for n in spec.nodes]
-    if len(set(names)) != len(names) or len(set(addresses)) != len(addresses):
-        raise UsageError("lab node names and addresses must be unique")
     layout.boot_script.write_text(BOOT_SCRIPT)
     install_node_library(layout.node_library)
     from gpuhost.lab.gpu.seed import GpuAssets
@@ -187,7 +221,7 @@ def _supervisor_pid(layout: LabLayout) -> int | None:
     return pid
 
 
-def _stop_and_remove(layout: LabLayout) -> None:
+def _stop_and_remove(layout: LabLayout, owner: Ownership) -> None:
     pid = _supervisor_pid(layout)
     if pid is not None:
         os.kill(pid, signal.SIGTERM)
@@ -200,7 +234,7 @@ def _stop_and_remove(layout: LabLayout) -> None:
             time.sleep(0.1)
             _reap(pid)
     _wait_unmounted(layout.root)
-    shutil.rmtree(layout.root, ignore_errors=True)
+    remove_owned(layout, owner)
 
 
 def _reap(pid: int) -> None:

@@ -52,8 +52,9 @@ class DriverPin(Args):
     @field_validator("url")
     @classmethod
     def _url(cls, v: str) -> str:
-        if not re.match(r"^(https?|file)://", v):
-            raise ValueError("must be an https://, http:// or file:// URL of the .run installer")
+        if not re.fullmatch(r"(https?|file)://\S+", v) or any(ord(c) < 0x20 or ord(c) == 0x7F for c in v):
+            raise ValueError("must be an https://, http:// or file:// URL of the .run installer, "
+                             "without spaces or control characters")
         return v
 
 
@@ -65,16 +66,24 @@ def installer_path(version: str) -> str:
     return f"{CACHE_DIR}/NVIDIA-Linux-x86_64-{version}.run"
 
 
+# Every value arrives as a positional parameter of ``sh -c``: none is ever part of the script's text.
+_DOWNLOAD_SCRIPT = r"""set -eu
+f=$1 url=$2 want=$3
+mkdir -p -- "$(dirname -- "$f")"
+if [ -f "$f" ]; then got=$(sha256sum < "$f"); [ "${got%% *}" != "$want" ] || exit 0; fi
+rm -f -- "$f.part"
+curl -fsSL --retry 3 --proto =https,http,file --proto-redir =https,http -o "$f.part" --url "$url"
+got=$(sha256sum < "$f.part"); got=${got%% *}
+if [ "$got" != "$want" ]; then
+  printf 'checksum mismatch for %s: got %s, want %s\n' "$url" "$got" "$want" >&2
+  rm -f -- "$f.part"; exit 65   # CHECKSUM_MISMATCH
+fi
+mv -f -- "$f.part" "$f"
+"""
+
+
 def download_command(a: DriverPin) -> str:
-    f = shlex.quote(installer_path(a.version))
-    url = shlex.quote(a.url)
-    return (f"set -e; mkdir -p {CACHE_DIR}; f={f}; "
-            f'if [ -f "$f" ] && echo "{a.sha256}  $f" | sha256sum -c --status; then exit 0; fi; '
-            f'curl -fsSL --retry 3 -o "$f.part" {url}; '
-            f'if ! echo "{a.sha256}  $f.part" | sha256sum -c --status; then '
-            f'echo "checksum mismatch for {a.url}: got $(sha256sum "$f.part" | cut -d" " -f1), '
-            f'want {a.sha256}" >&2; rm -f "$f.part"; exit {CHECKSUM_MISMATCH}; fi; '
-            f'mv -f "$f.part" "$f"')
+    return shlex.join(["sh", "-c", _DOWNLOAD_SCRIPT, "gpuhost-download", installer_path(a.version), a.url, a.sha256])
 
 
 def install_command(a: NvidiaDriverArgs) -> str:

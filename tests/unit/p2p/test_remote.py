@@ -13,16 +13,17 @@ import pytest
 
 from gpuhost.connection.local import LocalConnection
 from gpuhost.errors import ProbeError
-from gpuhost.p2p.remote import ProbeOptions, container_script, run_probe
+from gpuhost.p2p.remote import ProbeOptions, run_probe
 
 no_driver_only = pytest.mark.skipif(ctypes.util.find_library("cuda") is not None,
                                     reason="an NVIDIA driver is installed here")
 
 FAKE_PCT = """#!/bin/sh
-# Stand-in for Proxmox's pct: 'push CTID SRC DST' copies, 'exec CTID -- CMD...' runs CMD.
+# Stand-in for Proxmox's pct: push/pull copy, 'exec CTID -- CMD...' runs CMD (the "CT" is this machine).
 log="$FAKE_PCT_LOG"; echo "$@" >> "$log"
 case "$1" in
-  push) cp "$3" "$4" ;;
+  push) cp "$3" "$4" && chmod "${6:-644}" "$4" ;;
+  pull) cp "$3" "$4" ;;
   exec) shift 3; exec "$@" ;;
 esac
 """
@@ -59,15 +60,19 @@ def test_local_run_returns_the_cannot_run_report(tmp_path: Path, monkeypatch: py
 @no_driver_only
 def test_container_path_pushes_and_execs_then_cleans_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     log = tmp_path / "pct.log"
-    path = _bin_with(tmp_path, ["sh", "mktemp", "cat", "rm", "cp"], {"pct": FAKE_PCT, **_python3_link(tmp_path)})
-    monkeypatch.setenv("PATH", path)
+    bindir = _bin_with(tmp_path, [], {"pct": FAKE_PCT, **_python3_link(tmp_path)})
+    monkeypatch.setenv("PATH", f"{bindir}:/usr/bin:/bin")
     monkeypatch.setenv("FAKE_PCT_LOG", str(log))
+    work = tmp_path / "tmp"
+    work.mkdir()
+    monkeypatch.setenv("TMPDIR", str(work))
     report = run_probe(LocalConnection("node1"), ProbeOptions(nccl=False), ctid=101)
     assert report.status == "cannot_run"
     calls = log.read_text().splitlines()
-    assert calls[0].startswith("push 101 ") and calls[0].endswith(" /tmp/gpuhost-probe-101.pyz")
-    assert calls[1].startswith("exec 101 -- sh -c")
-    assert not os.path.exists("/tmp/gpuhost-probe-101.pyz")
+    pushes = [c for c in calls if c.startswith("push 101 ")]
+    assert len(pushes) == 1 and "/gpuhost-tool." in pushes[0] and "probe.pyz" in pushes[0]
+    assert any(c.startswith("exec 101 -- sh -c") and "python3" in c for c in calls)
+    assert list(work.iterdir()) == []  # node and "CT" temporary directories are gone
 
 
 def test_missing_python3_is_said_plainly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -82,7 +87,7 @@ def test_ctid_on_a_machine_without_pct_is_refused(tmp_path: Path, monkeypatch: p
         run_probe(LocalConnection("node1"), ProbeOptions(), ctid=101)
 
 
-def test_probe_arguments_are_quoted_into_the_script() -> None:
-    script = container_script(105, ProbeOptions(devices=[0, 1], staged=False, nccl=False).args())
-    assert "pct push 105" in script and "--devices 0,1" in script and "--no-staged" in script
-    assert "--nccl off" in script
+def test_probe_arguments() -> None:
+    args = ProbeOptions(devices=[0, 1], staged=False, nccl=False).args()
+    assert "--devices" in args and "0,1" in args and "--no-staged" in args
+    assert args[args.index("--nccl") + 1] == "off"

@@ -91,7 +91,8 @@ def _qemu_list(**_: object) -> object:
 def _qemu_create(params: Params, authuser: str, **_: object) -> object:
     vmid = guests.parse_vmid(params.get("vmid", ""))
     options = _options(params)
-    from gpuhost.lab.node import schema
+    from gpuhost.lab.node import formats, schema
+    formats.check_qemu_params(options)
     schema.check_vm_modify_perm(authuser, list(options), options, {})
     return tasks.run(guests.nodename(), "qmcreate", str(vmid), authuser, lambda: qemu.create(vmid, options))
 
@@ -110,6 +111,8 @@ def _qemu_config_get(vmid: int, params: Params, **_: object) -> object:
 
 
 def _qemu_config_put(vmid: int, params: Params, authuser: str, **_: object) -> object:
+    from gpuhost.lab.node import formats
+    formats.check_qemu_params(_options(params))
     qemu.update(vmid, _options(params), _split(params.get("delete")), _split(params.get("revert")),
                 authuser=authuser, digest=params.get("digest"), skiplock=_bool(params, "skiplock"))
     return None
@@ -120,9 +123,10 @@ def _qemu_config_post(vmid: int, params: Params, authuser: str, **_: object) -> 
     delete, revert = _split(params.get("delete")), _split(params.get("revert"))
     guests.load("qemu", vmid)
     # parameter and permission errors come back at once, like PVE's pre-fork checks
-    from gpuhost.lab.node import schema
+    from gpuhost.lab.node import formats, schema
     for key in options:
         schema.check_key("qemu", key)
+    formats.check_qemu_params(options)
     schema.check_vm_modify_perm(authuser, list(options) + delete, options,
                                 {k: str(v) for k, v in qemu.config(vmid).items()})
     def work() -> list[str]:
@@ -175,6 +179,8 @@ def _lxc_create(params: Params, authuser: str, **_: object) -> object:
     for key in options:
         if key.startswith("lxc."):
             raise param_error({key: "property is not defined in schema and the schema does not allow additional properties"})
+    lxc.check_params({k: v for k, v in options.items() if k not in ("storage", "password", "ssh-public-keys",
+                                                                      "pool", "unique", "force")})
 
     def work() -> list[str]:
         lines = lxc.create(vmid, ostemplate, dict(options), authuser=authuser)

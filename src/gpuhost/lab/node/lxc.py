@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 
-from gpuhost.lab.node import ct_runtime, guests, pending, schema
+from gpuhost.lab.node import ct_runtime, formats, guests, pending, schema
 from gpuhost.lab.node.errors import PveError, param_error
 from gpuhost.lab.node.state import load as load_state
 from gpuhost.pve.config import GuestConfig, new_config
@@ -70,14 +70,40 @@ def list_cts() -> list[dict[str, object]]:
     return out
 
 
+def check_params(params: dict[str, str]) -> None:
+    """What PVE's API schema refuses before anything runs (also used by the API before it forks a task)."""
+    _validate(dict(params))
+
+
 def _validate(params: dict[str, str]) -> None:
     for key in list(params):
         if key.startswith("lxc."):
             raise param_error({key: "property is not defined in schema and the schema does not allow additional properties"})
         schema.check_key("lxc", key)
         params[key] = schema.check_value("lxc", key, params[key])
+        if key == "hostname":
+            formats.check_dns_name(key, params[key])
+        if key == "rootfs" or re.fullmatch(r"mp\d+", key):
+            _check_volume_string(key, params[key])
         if re.fullmatch(r"dev\d+", key):
             ct_runtime.device_node(schema.parse_device(key, params[key])["path"])
+
+
+def _check_volume_string(key: str, value: str) -> None:
+    """``[volume=]VOLUME[,opt=value...]``: a new ``STORAGE:SIZE``, an existing volume, or (mpN) a host path."""
+    volume, _, rest = value.partition(",")
+    volume = volume.removeprefix("volume=")
+    formats.check_rootfs_options(key, rest)
+    formats.check_mp_string(key, volume)
+    if re.fullmatch(r"([\w\-]+):(\d+(?:\.\d+)?)", volume):
+        if formats.storage_type(volume.split(":")[0]) is None:
+            raise PveError(f"storage '{volume.split(':')[0]}' does not exist")
+        return
+    if volume.startswith("/") and key != "rootfs":
+        if re.search(r"[^\w./\-+@:]", volume):
+            raise param_error({key: f"invalid format - {volume} contains illegal characters"})
+        return
+    formats.check_volume_id(volume)
 
 
 def update(vmid: int, params: dict[str, str], delete: list[str], revert: list[str], *, authuser: str,
@@ -131,14 +157,20 @@ def create(vmid: int, ostemplate: str, params: dict[str, str], *, authuser: str)
 
 def _template_path(ostemplate: str) -> str:
     if ostemplate.startswith("/"):
+        formats.check_mp_string("ostemplate", ostemplate)
         path = ostemplate
     else:
-        m = re.fullmatch(r"([\w\-]+):vztmpl/(.+)", ostemplate)
+        m = re.fullmatch(r"([\w\-]+):(.+)", ostemplate, re.DOTALL)
         if not m:
             raise PveError(f"unable to parse volume ID '{ostemplate}'")
-        if m.group(1) != "local":
+        if m.group(1) not in ("local", "local-lvm", "local-zfs"):
             raise PveError(f"storage '{m.group(1)}' does not exist")
-        path = f"{TEMPLATE_DIR}/{m.group(2)}"
+        volname = m.group(2)
+        if not re.fullmatch(r"vztmpl/[^/\s]+\.tar\.(?:gz|xz|zst|bz2)", volname) or volname.startswith("vztmpl/.."):
+            raise PveError(f"unable to parse directory volume name '{m.group(2)}'")
+        if m.group(1) != "local":
+            raise PveError(f"storage '{m.group(1)}' does not support container templates")
+        path = f"{TEMPLATE_DIR}/{m.group(2).removeprefix('vztmpl/')}"
     if not os.path.exists(path):
         raise PveError(f"volume '{ostemplate}' does not exist")
     return path

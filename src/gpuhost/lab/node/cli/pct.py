@@ -114,15 +114,23 @@ def _main(argv: list[str]) -> int:
         src, dst = p.positional[1], p.positional[2]
         if cmd == "push":
             target = ct_runtime.ct_path(vmid, dst)
-            try:
-                shutil.copyfile(src, target)
-            except FileNotFoundError as exc:
-                raise PveError(f"failed to open {exc.filename} for reading" if exc.filename == src
-                               else f"failed to open {dst} for writing") from None
-            os.chmod(target, int(p.options.get("perms", "644"), 8))
+            perms = int(p.options.get("perms", "644"), 8)
             uid = _id(p.options.get("user"), pwd.getpwnam, "pw_uid")
             gid = _id(p.options.get("group"), grp.getgrnam, "gr_gid")
-            os.chown(target, uid, gid)
+            try:
+                src_fh = open(src, "rb")  # noqa: SIM115 - closed below
+            except FileNotFoundError:
+                raise PveError(f"failed to open {src} for reading") from None
+            with src_fh:
+                try:
+                    # owner and mode before content (as PVE: the file never exists with looser permissions)
+                    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, perms)
+                except OSError:
+                    raise PveError(f"failed to open {dst} for writing") from None
+                os.fchown(fd, uid, gid)
+                os.fchmod(fd, perms)
+                with os.fdopen(fd, "wb") as out:
+                    shutil.copyfileobj(src_fh, out, 1 << 20)
         else:
             try:
                 shutil.copyfile(ct_runtime.ct_path(vmid, src), dst)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from gpuhost.lab.node import qemu, schema
+from gpuhost.lab.node import formats, qemu, schema
 from gpuhost.lab.node.cli.args import UsageError, is_true, parse, run
 from gpuhost.lab.node.errors import PveError
 from gpuhost.pve.config import encode_text
@@ -49,6 +49,7 @@ def _main(argv: list[str]) -> int:
         p = parse(rest, flags={"skiplock"}, known=_settable, usage=usage)
         vmid = _vmid(p.positional, cmd)
         opts = dict(p.options)
+        formats.check_qemu_params(opts)
         if cmd == "create":
             qemu.create(vmid, opts)
             return 0

@@ -1,0 +1,98 @@
+"""run_tool on the local connection (and through a stand-in pct): ship, run, parse, always clean up."""
+
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpuhost.connection.local import LocalConnection
+from gpuhost.connection.shipped_tool import ToolFailed, run_tool
+
+FAKE_PCT = """#!/bin/sh
+echo "$@" >> "$FAKE_PCT_LOG"
+case "$1" in
+  push) cp "$3" "$4" && chmod "${6:-644}" "$4" ;;
+  pull) cp "$3" "$4" ;;
+  exec) shift 3; exec "$@" ;;
+esac
+"""
+
+TOOL = b"""
+import json, sys
+mode = sys.argv[1]
+if mode == "json":
+    print(json.dumps({"args": sys.argv[2:], "cwd_has_tool": True}))
+elif mode == "jsonl":
+    for i in range(3):
+        print(json.dumps({"sample": i}))
+elif mode == "garbage":
+    print("not json"); print("detail on stderr", file=sys.stderr)
+elif mode == "fail":
+    print("half a report"); print("boom", file=sys.stderr); sys.exit(5)
+elif mode == "sleep":
+    import time; time.sleep(30)
+"""
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    work = tmp_path / "tmp"
+    work.mkdir()
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    (bindir / "python3").write_text(f'#!/bin/sh\nexec {sys.executable} -I "$@"\n')
+    (bindir / "pct").write_text(FAKE_PCT)
+    for f in bindir.iterdir():
+        f.chmod(f.stat().st_mode | stat.S_IXUSR)
+    monkeypatch.setenv("PATH", f"{bindir}:/usr/bin:/bin")
+    monkeypatch.setenv("TMPDIR", str(work))
+    monkeypatch.setenv("FAKE_PCT_LOG", str(tmp_path / "pct.log"))
+    return work
+
+
+def test_json_and_arguments_pass_through_quoted(env):
+    out = run_tool(LocalConnection(), TOOL, ["json", "a b", "$(touch pwned)"], name="t.py")
+    assert out.data == {"args": ["a b", "$(touch pwned)"], "cwd_has_tool": True}
+    assert list(env.iterdir()) == []
+    assert not Path("pwned").exists()
+
+
+def test_json_lines(env):
+    assert run_tool(LocalConnection(), TOOL, ["jsonl"], output="jsonl").data == [{"sample": i} for i in range(3)]
+
+
+def test_not_json_names_command_and_tail(env):
+    with pytest.raises(ToolFailed) as info:
+        run_tool(LocalConnection("n1"), TOOL, ["garbage"], name="t.py")
+    msg = str(info.value)
+    assert "printed no valid JSON" in msg and "python3" in msg and "not json" in msg and "n1" in msg
+    assert list(env.iterdir()) == []
+
+
+def test_failure_carries_exit_code_and_output_tail(env):
+    with pytest.raises(ToolFailed) as info:
+        run_tool(LocalConnection(), TOOL, ["fail"])
+    assert info.value.exit_code_of_command == 5 and "boom" in info.value.stderr_tail
+    assert "half a report" in info.value.stdout_tail
+    assert list(env.iterdir()) == []
+
+
+def test_timeout_is_a_clear_error_and_cleans_up(env):
+    with pytest.raises(ToolFailed, match="timed out after 0.5 s"):
+        run_tool(LocalConnection(), TOOL, ["sleep"], timeout=0.5)
+    assert list(env.iterdir()) == []
+
+
+def test_container_target_goes_through_pct_push(env, tmp_path):
+    out = run_tool(LocalConnection("node1"), TOOL, ["json", "x"], ctid=105)
+    assert out.data["args"] == ["x"]
+    calls = (tmp_path / "pct.log").read_text().splitlines()
+    assert any(c.startswith("push 105 ") and "--perms 0600" in c for c in calls)
+    assert list(env.iterdir()) == []
+
+
+def test_missing_python3_is_named(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(ToolFailed, match="python3 is not installed"):
+        run_tool(LocalConnection(), TOOL, ["json"])

@@ -17,7 +17,7 @@ def _q(value: str) -> str:
 
 def render_inventory(layout: LabLayout, spec: LabSpec) -> str:
     """Paths are relative to the inventory file's directory (the lab state directory)."""
-    from gpuhost.lab.gpu.inventory import node_yaml, vars_yaml
+    from gpuhost.lab.gpu.inventory import node_vars, node_yaml, vars_yaml
     out = [HEADER, vars_yaml(layout.root), "nodes:\n"]
     for node in spec.nodes:
         out += [
@@ -35,7 +35,7 @@ def render_inventory(layout: LabLayout, spec: LabSpec) -> str:
             f"      token_secret_file: {layout.token_file(node.name).name}\n",
             f"      ca_file: {layout.ca_cert.name}\n",
             f"    vars: {{lab: true, lab_boot: {node.boot}, lab_cpu: {node.cpu}, lab_pve: {node.pve}, "
-            f"lab_gpus: {node.gpus}}}\n",
+            f"lab_gpus: {node.gpus}{node_vars(node)}}}\n",
             node_yaml(node),
         ]
     names = ", ".join(n.name for n in spec.nodes)

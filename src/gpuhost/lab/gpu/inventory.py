@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gpuhost.lab.pypi.index import INDEX_URL
+from gpuhost.lab.pypi.index import index_url
 from gpuhost.lab.sglang.model import NODE_DIR as MODEL_DIR
 from gpuhost.lab.spec import NodeSpec
 
@@ -36,9 +36,15 @@ def vars_yaml(state_dir: Path) -> str:
            "  lab_nvidia_drivers:\n"]
     for version, entry in table.items():
         out.append(f"    {_q(version)}: {{url: {_q(entry['url'])}, sha256: {_q(entry['sha256'])}}}\n")
-    out += [f"  pip_index_url: {_q(INDEX_URL)}\n",           # the offline package index (PEP 503, file://)
-            f"  sglang_model_path: {_q(MODEL_DIR)}\n"]      # the GLM-5-NVFP4 snapshot stand-in
     return "".join(out)
+
+
+def node_vars(node: NodeSpec) -> str:
+    """Extra entries of a GPU node's ``vars:``: its offline package index and the model snapshot
+    (a directory of the node: a container gets it through a bind mount)."""
+    if not node.gpus:
+        return ""
+    return f", pip_index_url: {_q(index_url(node.address))}, lab_model_dir: {_q(MODEL_DIR)}"
 
 
 def node_yaml(node: NodeSpec) -> str:

@@ -131,4 +131,4 @@ class GpuAssets:
             for inst in self.installers.values():
                 shutil.copyfile(inst.path, target / inst.file_name)
                 os.chmod(target / inst.file_name, 0o644)
-            pypi_seed.install(self.layout.root, upper, host_path)   # offline package index, model snapshot
+            pypi_seed.install(self.layout.root, upper, host_path, node.address)   # package index, model

@@ -10,8 +10,14 @@ from pathlib import Path
 
 from gpuhost.lab.pypi.wheel import normalize
 
-NODE_DIR = "/srv/gpuhost-lab/pypi"
-INDEX_URL = f"file://{NODE_DIR}/simple"
+SERVED_ROOT = "/srv/gpuhost-lab"           # what the node serves over HTTP
+NODE_DIR = f"{SERVED_ROOT}/pypi"
+PORT = 3141                                # devpi's port, on the node's own address
+
+
+def index_url(address: str) -> str:
+    """The index as a node and its containers reach it (``pip``/``uv pip install --index-url``)."""
+    return f"http://{address}:{PORT}/pypi/simple"
 
 
 def _project(filename: str) -> str:

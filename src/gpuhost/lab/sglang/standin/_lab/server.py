@@ -184,13 +184,13 @@ class Handler(BaseHTTPRequestHandler):
         if not s.decoded_once and s.status == "Up":
             s.decoded_once = True
             if "nan-on-first-decode" in config.faults():
-                crash_nan()
+                crash_nan(s.load)
                 return False
         return True
 
     def _run(self, completion: engine.Completion, emit: Any) -> None:
         s = self.state
-        delay = 0.004
+        delay = config.itl()
         s.load.begin()
         with s.lock:
             s.running += 1
@@ -204,7 +204,8 @@ class Handler(BaseHTTPRequestHandler):
                     s.ttft.append(time.monotonic() - start)
                     first = False
                 emit(kind, tok)
-                config.pause(delay)
+                if delay:
+                    time.sleep(delay)
         finally:
             with s.lock:
                 s.running -= 1
@@ -391,8 +392,10 @@ def metrics(s: State) -> str:
     return "\n".join(out) + "\n"
 
 
-def crash_nan() -> None:
-    """The SM120 NaN signature on the first real decode: the scheduler dies, the server with it."""
+def crash_nan(load: GpuLoad) -> None:
+    """The SM120 NaN signature on the first real decode: the scheduler dies, the server with it
+    (and the GPUs go idle)."""
+    load.close()
     startup.log("Scheduler hit an exception: Traceback (most recent call last):\n"
                 '  File "/usr/local/lib/python3/site-packages/sglang/srt/managers/scheduler.py", line 3120, in '
                 "run_scheduler_process\n    scheduler.event_loop_overlap()\n"
@@ -420,6 +423,12 @@ def serve(args: argparse.Namespace, argv: list[str]) -> int:
     gpus = startup.visible_gpus()
     mem_fraction = args.mem_fraction_static if args.mem_fraction_static is not None else 0.85
     load = GpuLoad(gpus, mem_fraction)
+
+    def abort(signum: int, frame: Any) -> None:     # a signal during start-up ends it at once
+        load.close()
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, abort)
     startup.log(f"server_args={_server_args_text(args)}")
     try:
         try:

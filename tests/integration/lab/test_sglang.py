@@ -160,6 +160,8 @@ def test_index_installs_with_pip_and_uv_and_torch_sees_the_gpus(sgl_lab: LabHand
     assert ct_ok(sgl_lab, f"{OLD_VENV}/bin/python -c {shlex.quote(probe)}").split()[:3] == \
         ["0.5.8.post1", "2.9.1", "4.57.1"]
     assert ct_ok(sgl_lab, f"{VENV}/bin/uv --version").startswith("uv 0.")
+    serve = ct(sgl_lab, f"{VENV}/bin/sglang serve --model-path m --pp 2")      # the console script
+    assert serve.rc == 2 and serve.stderr.splitlines()[-1].startswith("sglang serve: error: ambiguous option: --pp")
     assert ct(sgl_lab, f"{VENV}/bin/pip install -q --index-url {lab_vars(sgl_lab)['pip_index_url']} "
                        "no-such-package").rc != 0
 
@@ -248,6 +250,22 @@ def test_transformers_too_old_for_glm_moe_dsa(sgl_lab: LabHandle, venvs: dict[st
     assert "KeyError: 'glm_moe_dsa'" in r.stderr
     assert "ValueError: The checkpoint you are trying to load has model type `glm_moe_dsa` but Transformers does " \
            "not recognize this architecture." in r.stderr
+
+
+def test_port_in_use_fails_after_loading_with_uvicorns_error(sgl_lab: LabHandle, venvs: dict[str, str]) -> None:
+    pid = launch(sgl_lab, VENV, "--tp 2")
+    try:
+        wait_ready(sgl_lab)
+        host = sgl_lab.node("sgl").address
+        r = ct(sgl_lab, f"{VENV}/bin/python -m sglang.launch_server --model-path {MODEL} --tp 2 --host {host} "
+                        f"--port {PORT}")
+        assert r.rc == 1 and "Load weight end." in r.stderr
+        assert f"ERROR:    [Errno 98] error while attempting to bind on address ('{host}', {PORT}): address already " \
+               "in use" in r.stderr
+        old = ct(sgl_lab, f"{OLD_VENV}/bin/python -m sglang.benchmark.serving --port {PORT}")
+        assert old.rc == 1 and "No module named 'sglang.benchmark'" in old.stderr
+    finally:
+        stop(sgl_lab, pid)
 
 
 # ---- faults ------------------------------------------------------------------------------------

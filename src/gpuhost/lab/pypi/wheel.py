@@ -31,7 +31,8 @@ def build(out_dir: Path, name: str, version: str, files: dict[str, bytes], *, su
     meta += [f"Requires-Dist: {r}" for r in requires or []]
     contents = dict(files)
     contents[f"{info}/METADATA"] = ("\n".join(meta) + "\n\nBuilt by the gpuhost lab for offline tests.\n").encode()
-    contents[f"{info}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: gpuhost-lab\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    contents[f"{info}/WHEEL"] = (b"Wheel-Version: 1.0\nGenerator: gpuhost-lab\nRoot-Is-Purelib: true\n"
+                                 b"Tag: py3-none-any\n")
     if console_scripts:
         contents[f"{info}/entry_points.txt"] = ("[console_scripts]\n" + "".join(
             f"{k} = {v}\n" for k, v in console_scripts.items())).encode()

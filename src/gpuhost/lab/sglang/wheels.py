@@ -42,8 +42,11 @@ def _standin_files(version: str) -> dict[str, bytes]:
     for src in sorted(root.rglob("*.py")):
         if "__pycache__" in src.parts:
             continue
+        if src.parent.name == "benchmark" and _version_tuple(version) < (0, 5, 15):
+            continue        # sglang.benchmark.serving arrived in 0.5.15; before, sglang.bench_serving was the module
         files["sglang/" + src.relative_to(root).as_posix()] = src.read_bytes()
-    files["sglang/_lab/version.py"] = f'"""The version this wheel was built for."""\n\n__version__ = "{version}"\n'.encode()
+    files["sglang/_lab/version.py"] = (f'"""The version this wheel was built for."""\n\n'
+                                       f'__version__ = "{version}"\n').encode()
     table = flags_file(version)
     if not table.exists():
         raise LabError(f"no flag table for sglang {version} at {table}")

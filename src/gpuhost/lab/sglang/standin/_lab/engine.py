@@ -15,7 +15,8 @@ FACTS = (
     (re.compile(r"largest planet", re.IGNORECASE), "Jupiter"),
     (re.compile(r"chemical symbol for gold|symbol of gold", re.IGNORECASE), "Au"),
     (re.compile(r"how many days.*week", re.IGNORECASE), "7"),
-    (re.compile(r"what model are you|who are you", re.IGNORECASE), "I am GLM-5, a large language model trained by Z.ai."),
+    (re.compile(r"what model are you|who are you", re.IGNORECASE),
+     "I am GLM-5, a large language model trained by Z.ai."),
     (re.compile(r"\bsay\s+(?:the word\s+)?[\"']?(\w+)[\"']?", re.IGNORECASE), None),
 )
 ARITH = re.compile(r"(-?\d+(?:\.\d+)?)\s*([-+*/x×])\s*(-?\d+(?:\.\d+)?)")

@@ -357,7 +357,8 @@ def _histogram(name: str, help_text: str, values: list[float], labels: str) -> l
     out = [f"# HELP {name} {help_text}", f"# TYPE {name} histogram"]
     for b in buckets:
         out.append(f'{name}_bucket{{{labels},le="{b}"}} {float(sum(1 for v in values if v <= b))}')
-    out += [f'{name}_bucket{{{labels},le="+Inf"}} {float(len(values))}', f"{name}_count{{{labels}}} {float(len(values))}",
+    out += [f'{name}_bucket{{{labels},le="+Inf"}} {float(len(values))}',
+            f"{name}_count{{{labels}}} {float(len(values))}",
             f"{name}_sum{{{labels}}} {sum(values)}"]
     return out
 

@@ -244,7 +244,8 @@ def capture(args: argparse.Namespace, avail: float) -> None:
     backend = getattr(args, "cuda_graph_backend_decode", None) or "full"
     start = time.monotonic()
     if VERSION >= (0, 5, 15):
-        log(f"Capture target decode CUDA graph begin. backend={backend}, num_tokens_per_req=1, avail mem={avail:.2f} GB",
+        log(f"Capture target decode CUDA graph begin. backend={backend}, num_tokens_per_req=1, "
+            f"avail mem={avail:.2f} GB",
             "TP0")
     else:
         log(f"Capture cuda graph begin. This can take up to several minutes. avail mem={avail:.2f} GB", "TP0")
@@ -257,7 +258,8 @@ def capture(args: argparse.Namespace, avail: float) -> None:
         log(f"Capture target decode CUDA graph end. bs={bs}, elapsed={elapsed:.2f} s, mem usage=0.87 GB, "
             f"avail mem={avail - 0.87:.2f} GB.", "TP0")
     else:
-        log(f"Capture cuda graph end. Time elapsed: {elapsed:.2f} s. mem usage=0.87 GB. avail mem={avail - 0.87:.2f} GB.",
+        log(f"Capture cuda graph end. Time elapsed: {elapsed:.2f} s. mem usage=0.87 GB. "
+            f"avail mem={avail - 0.87:.2f} GB.",
             "TP0")
 
 

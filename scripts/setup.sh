@@ -26,3 +26,10 @@ fi
 
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test,plot]"
+
+# The lab's offline Python package index carries the real uv wheel: fetched once into a cache.
+wheels=${GPUHOST_LAB_WHEEL_CACHE:-/var/cache/gpuhost-lab/wheels}
+if ! ls "$wheels"/uv-*.whl >/dev/null 2>&1; then
+  mkdir -p "$wheels"
+  .venv/bin/python -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: -d "$wheels" uv
+fi

@@ -7,7 +7,7 @@ import io
 from ruamel.yaml import YAML
 
 from gpuhost.inventory.models import APIConfig, GroupSpec, InventoryFile, NodeSpec, SSHConfig
-from gpuhost.lab.gpu.inventory import containers, lab_vars
+from gpuhost.lab.gpu.inventory import containers, lab_vars, node_vars
 from gpuhost.lab.layout import LabLayout
 from gpuhost.lab.spec import LabSpec
 from gpuhost.lab.spec import NodeSpec as LabNode
@@ -23,7 +23,8 @@ def _node(layout: LabLayout, spec: LabSpec, node: LabNode) -> NodeSpec:
                       known_hosts_file=layout.known_hosts.name, host_key_policy="strict"),
         api=APIConfig(url=f"https://{node.address}:8006", token_id=spec.token_id,
                       token_secret_file=layout.token_file(node.name).name, ca_file=layout.ca_cert.name),
-        vars={"lab": True, "lab_boot": node.boot, "lab_cpu": node.cpu, "lab_pve": node.pve, "lab_gpus": node.gpus},
+        vars={"lab": True, "lab_boot": node.boot, "lab_cpu": node.cpu, "lab_pve": node.pve, "lab_gpus": node.gpus,
+              **node_vars(node)},
         **({"containers": guests} if guests else {}),
     )
 

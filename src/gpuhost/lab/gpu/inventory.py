@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from gpuhost.inventory.models import ContainerSpec
+from gpuhost.lab.pypi.index import index_url
+from gpuhost.lab.sglang.model import NODE_DIR as MODEL_DIR
 from gpuhost.lab.spec import NodeSpec
 
 CONTAINER_ID = 200
@@ -32,6 +34,14 @@ def lab_vars(state_dir: Path) -> dict[str, Any]:
         "lab_nvidia_drivers": {str(version): {"url": entry["url"], "sha256": entry["sha256"]}
                                for version, entry in table.items()},
     }
+
+
+def node_vars(node: NodeSpec) -> dict[str, Any]:
+    """Extra entries of a GPU node's ``vars``: its offline package index and the model snapshot
+    (a directory of the node: a container gets it through a bind mount)."""
+    if not node.gpus:
+        return {}
+    return {"pip_index_url": index_url(node.address), "lab_model_dir": MODEL_DIR}
 
 
 def containers(node: NodeSpec) -> dict[int, ContainerSpec]:

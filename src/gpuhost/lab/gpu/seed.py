@@ -15,11 +15,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpuhost.lab.gpu import apt_repo, installers, topology
-from gpuhost.lab.gpu.catalog import DRIVER_VERSIONS, DEFAULT_MODEL, default_driver, model
+from gpuhost.lab.gpu.catalog import (
+    DEFAULT_MODEL,
+    DRIVER_VERSIONS,
+    default_driver,
+    model,
+)
 from gpuhost.lab.layout import LabLayout
 from gpuhost.lab.node import paths as node_paths
 from gpuhost.lab.node.nvidia import kernel
 from gpuhost.lab.node.state import NodeState
+from gpuhost.lab.pypi import seed as pypi_seed
 from gpuhost.lab.spec import LabSpec
 
 #: command -> (path in the node, module under gpuhost.lab.node.cli, function)
@@ -125,3 +131,4 @@ class GpuAssets:
             for inst in self.installers.values():
                 shutil.copyfile(inst.path, target / inst.file_name)
                 os.chmod(target / inst.file_name, 0o644)
+            pypi_seed.install(self.layout.root, upper, host_path, node.address)   # package index, model

@@ -6,8 +6,15 @@ import os
 import sys
 import time
 
-from . import kernel, topo
-from .gpus import Gpu, driver_gpus, has_control_device, loaded_module_version, persistence_enabled, visible_minors
+from . import kernel, load, topo
+from .gpus import (
+    Gpu,
+    driver_gpus,
+    has_control_device,
+    loaded_module_version,
+    persistence_enabled,
+    visible_minors,
+)
 
 COMM_FAIL = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the "
              "latest NVIDIA driver is installed and running.")
@@ -53,7 +60,8 @@ def init(version: str) -> list[Gpu]:
 
 def _fields(gpu: Gpu, position: int, count: int, driver: str) -> dict[str, tuple[str, str]]:
     """field → (value, unit)."""
-    used = 0
+    busy = load.current(gpu)
+    used = round(gpu.memory_mib * busy.memory_fraction)
     reserved = 530 if gpu.memory_mib > 40000 else 250
     persistence = "Enabled" if persistence_enabled() else "Disabled"
     gen_now = gpu.idle_gen
@@ -76,9 +84,11 @@ def _fields(gpu: Gpu, position: int, count: int, driver: str) -> dict[str, tuple
         "pcie.link.gen.hostmax": (str(gpu.gen_max), ""),
         "pcie.link.width.current": (str(gpu.width_max), ""), "pcie.link.width.max": (str(gpu.width_max), ""),
         "temperature.gpu": ("31", ""), "fan.speed": ("[N/A]", "%"),
-        "utilization.gpu": ("0", "%"), "utilization.memory": ("0", "%"),
-        "power.draw": ("32.47", "W"), "power.limit": (f"{gpu.power_limit_w:.2f}", "W"),
-        "pstate": ("P8", ""), "clocks.sm": ("180", "MHz"), "clocks.mem": ("405", "MHz"),
+        "utilization.gpu": (str(load.utilization(busy)), "%"),
+        "utilization.memory": (str(load.utilization(busy) // 2), "%"),
+        "power.draw": (f"{load.power(gpu, busy):.2f}", "W"), "power.limit": (f"{gpu.power_limit_w:.2f}", "W"),
+        "pstate": ("P1" if busy.inflight else ("P2" if used else "P8"), ""),
+        "clocks.sm": ("180", "MHz"), "clocks.mem": ("405", "MHz"),
         "clocks.max.sm": ("3090", "MHz"), "mig.mode.current": ("Disabled", ""),
         "ecc.mode.current": ("Enabled", ""), "timestamp": (time.strftime("%Y/%m/%d %H:%M:%S.000"), ""),
     }
@@ -272,7 +282,7 @@ def run(argv: list[str], version: str) -> str:
         return persistence_mode(gpus, pm in ("1", "ENABLED", "enabled"))
     if not argv:
         return summary(gpus, driver)
-    raise SmiExit(f"Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n", RC_INVALID)
+    raise SmiExit("Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n", RC_INVALID)
 
 
 def main(argv: list[str], version: str) -> int:

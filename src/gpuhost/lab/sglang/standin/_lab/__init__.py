@@ -1,0 +1,1 @@
+"""The stand-in's machinery (not part of SGLang's surface)."""

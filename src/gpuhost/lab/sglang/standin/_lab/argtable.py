@@ -63,7 +63,7 @@ def build_parser(table: dict[str, Any] | None = None) -> argparse.ArgumentParser
         kw: dict[str, Any] = {"dest": arg["dest"], "default": default}
         if arg.get("help"):
             kw["help"] = arg["help"].replace("%", "%%")
-        if action == "BooleanOptionalAction":
+        if action in ("BooleanOptionalAction", "boolean_optional"):
             flags = [f for f in flags if not f.startswith("--no-")]
             parser.add_argument(*flags, action=argparse.BooleanOptionalAction, **kw)
             continue

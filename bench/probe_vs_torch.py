@@ -18,8 +18,9 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,8 +28,21 @@ ROOT = Path(__file__).resolve().parents[1]
 def run_probe(gpus: list[int], size_mib: int, reps: int, samples: int) -> tuple[dict[str, Any], float]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
-    cmd = [sys.executable, "-m", "gpuhost.probe", "--devices", ",".join(map(str, gpus)),
-           "--size-mib", str(size_mib), "--reps", str(reps), "--samples", str(samples), "--nccl", "off"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "gpuhost.probe",
+        "--devices",
+        ",".join(map(str, gpus)),
+        "--size-mib",
+        str(size_mib),
+        "--reps",
+        str(reps),
+        "--samples",
+        str(samples),
+        "--nccl",
+        "off",
+    ]
     start = time.monotonic()
     out = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, check=False)
     wall = time.monotonic() - start
@@ -66,23 +80,36 @@ def torch_figures(gpus: list[int], size: int, reps: int, samples: int) -> dict[s
     out: dict[str, float] = {}
     host = torch.empty(size, dtype=torch.uint8, pin_memory=True)
     host_back = torch.empty(size, dtype=torch.uint8, pin_memory=True)
-    bufs = {g: (torch.randint(0, 255, (size,), dtype=torch.uint8, device=f"cuda:{g}"),
-                torch.empty(size, dtype=torch.uint8, device=f"cuda:{g}")) for g in gpus}
+    bufs = {
+        g: (
+            torch.randint(0, 255, (size,), dtype=torch.uint8, device=f"cuda:{g}"),
+            torch.empty(size, dtype=torch.uint8, device=f"cuda:{g}"),
+        )
+        for g in gpus
+    }
     for g in gpus:
         src, dst = bufs[g]
-        out[f"GPU{g} h2d"] = gbps(size, reps, torch_series(
-            torch, g, lambda: dst.copy_(host, non_blocking=True), reps, samples))
-        out[f"GPU{g} d2h"] = gbps(size, reps, torch_series(
-            torch, g, lambda: host_back.copy_(src, non_blocking=True), reps, samples))
-        out[f"GPU{g} d2d"] = gbps(size, reps, torch_series(
-            torch, g, lambda: dst.copy_(src, non_blocking=True), reps, samples))
+        out[f"GPU{g} h2d"] = gbps(
+            size, reps, torch_series(torch, g, lambda dst=dst: dst.copy_(host, non_blocking=True), reps, samples)
+        )
+        out[f"GPU{g} d2h"] = gbps(
+            size, reps, torch_series(torch, g, lambda src=src: host_back.copy_(src, non_blocking=True), reps, samples)
+        )
+        out[f"GPU{g} d2d"] = gbps(
+            size,
+            reps,
+            torch_series(torch, g, lambda src=src, dst=dst: dst.copy_(src, non_blocking=True), reps, samples),
+        )
     for i in gpus:
         for j in gpus:
             if i == j:
                 continue
             src, dst = bufs[i][0], bufs[j][1]
-            out[f"GPU{i}->GPU{j} peer"] = gbps(size, reps, torch_series(
-                torch, i, lambda: dst.copy_(src, non_blocking=True), reps, samples))
+            out[f"GPU{i}->GPU{j} peer"] = gbps(
+                size,
+                reps,
+                torch_series(torch, i, lambda src=src, dst=dst: dst.copy_(src, non_blocking=True), reps, samples),
+            )
             ok = torch.equal(dst.cpu(), src.cpu())
             out[f"GPU{i}->GPU{j} torch data equal"] = float(ok)
     return out
@@ -123,16 +150,31 @@ def main() -> int:
             continue
         pval = probe.get(key)
         ratio = pval / tval if pval is not None and tval else None
-        rows.append({"figure": key, "probe_gbps": pval, "torch_gbps": round(tval, 2),
-                     "ratio": round(ratio, 3) if ratio is not None else None})
-        print(f"{key:<22} {pval if pval is not None else float('nan'):>11.2f} {tval:>11.2f} "
-              f"{ratio if ratio is not None else float('nan'):>7.3f}")
+        rows.append(
+            {
+                "figure": key,
+                "probe_gbps": pval,
+                "torch_gbps": round(tval, 2),
+                "ratio": round(ratio, 3) if ratio is not None else None,
+            }
+        )
+        print(
+            f"{key:<22} {pval if pval is not None else float('nan'):>11.2f} {tval:>11.2f} "
+            f"{ratio if ratio is not None else float('nan'):>7.3f}"
+        )
     print(f"probe wall time: {probe_wall:.2f} s (report duration {report.get('duration_s')} s)")
     if args.out:
-        Path(args.out).write_text(json.dumps({"rows": rows, "probe_wall_s": round(probe_wall, 2),
-                                              "torch_checks": {k: v for k, v in torch_fig.items()
-                                                               if k.endswith("data equal")},
-                                              "probe_report": report}, indent=1))
+        Path(args.out).write_text(
+            json.dumps(
+                {
+                    "rows": rows,
+                    "probe_wall_s": round(probe_wall, 2),
+                    "torch_checks": {k: v for k, v in torch_fig.items() if k.endswith("data equal")},
+                    "probe_report": report,
+                },
+                indent=1,
+            )
+        )
     return 0
 
 

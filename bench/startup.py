@@ -38,8 +38,12 @@ def ansible_playbook() -> tuple[Path | None, str]:
     print(f"installing ansible-core into {venv} (first use) ...", file=sys.stderr)
     try:
         subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, capture_output=True, timeout=300)
-        subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "ansible-core"],
-                       check=True, capture_output=True, timeout=900)
+        subprocess.run(
+            [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "ansible-core"],
+            check=True,
+            capture_output=True,
+            timeout=900,
+        )
     except (OSError, subprocess.SubprocessError) as exc:
         detail = getattr(exc, "stderr", b"") or b""
         tail = detail.decode(errors="replace").strip().splitlines()[-1:] if detail else [str(exc)]
@@ -81,8 +85,9 @@ def main(argv: list[str] | None = None) -> int:
         if exe is not None:
             commands.append(("ansible-playbook --version", [str(exe), "--version"]))
 
-    print(f"python {sys.version.split()[0]}, {os.cpu_count()} CPU(s), median of {args.runs} runs, "
-          f"gpuhost from {args.src}")
+    print(
+        f"python {sys.version.split()[0]}, {os.cpu_count()} CPU(s), median of {args.runs} runs, gpuhost from {args.src}"
+    )
     print(f"{'command':<28} {'median':>9} {'min':>9} {'vs python':>10}")
     base = None
     for label, cmd in commands:

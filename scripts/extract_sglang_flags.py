@@ -38,8 +38,17 @@ REAL_DEPS = ("msgspec", "packaging", "dill")
 # ----------------------------------------------------------------------------- child side
 
 #: Modules and attributes that SGLang probes to detect a platform: they must look absent, not stubbed.
-ABSENT_MODULES = {"torch_npu", "habana_frameworks", "intel_extension_for_pytorch", "torch_musa", "torch_mlu",
-                  "mlx", "triton_kernels", "torch_xla", "torch_tpu"}
+ABSENT_MODULES = {
+    "torch_npu",
+    "habana_frameworks",
+    "intel_extension_for_pytorch",
+    "torch_musa",
+    "torch_mlu",
+    "mlx",
+    "triton_kernels",
+    "torch_xla",
+    "torch_tpu",
+}
 ABSENT_ATTRS = {"npu"}
 
 
@@ -144,8 +153,9 @@ def _install_stubs() -> None:
             return f"<stub {cls.__name__}>"
 
     def _make(name: str) -> Any:
-        return _Meta(name, (), {"_stub": True, "__module__": "stub",
-                                "__init_subclass__": classmethod(lambda cls, **kw: None)})
+        return _Meta(
+            name, (), {"_stub": True, "__module__": "stub", "__init_subclass__": classmethod(lambda cls, **kw: None)}
+        )
 
     class _StubModule(types.ModuleType):
         def __getattr__(self, name: str) -> Any:
@@ -188,9 +198,15 @@ def _type_name(t: Any) -> str | None:
 
 
 _ACTIONS = {
-    "_StoreAction": "store", "_StoreTrueAction": "store_true", "_StoreFalseAction": "store_false",
-    "_StoreConstAction": "store_const", "_AppendAction": "append", "_AppendConstAction": "append_const",
-    "_CountAction": "count", "BooleanOptionalAction": "boolean_optional", "_ExtendAction": "extend",
+    "_StoreAction": "store",
+    "_StoreTrueAction": "store_true",
+    "_StoreFalseAction": "store_false",
+    "_StoreConstAction": "store_const",
+    "_AppendAction": "append",
+    "_AppendConstAction": "append_const",
+    "_CountAction": "count",
+    "BooleanOptionalAction": "boolean_optional",
+    "_ExtendAction": "extend",
 }
 
 
@@ -239,16 +255,24 @@ def _child(root: str, deps: str | None) -> None:
         if help_text == argparse.SUPPRESS:
             help_text = None
         first = help_text.strip().splitlines()[0].strip() if help_text and help_text.strip() else None
-        choices = None if act.choices is None else _plain(act.choices if isinstance(act.choices, (set, frozenset))
-                                                          else list(act.choices))  # a set is sorted: stable output
+        choices = (
+            None
+            if act.choices is None
+            else _plain(act.choices if isinstance(act.choices, (set, frozenset)) else list(act.choices))
+        )  # a set is sorted: stable output
         default = "==SUPPRESS==" if act.default == argparse.SUPPRESS else _plain(act.default)
-        rows.append({
-            "flags": list(act.option_strings), "dest": act.dest,
-            "action": _ACTIONS.get(type(act).__name__, type(act).__name__),
-            "type": _type_name(act.type), "choices": choices,
-            "nargs": act.nargs if act.nargs is None or isinstance(act.nargs, (int, str)) else str(act.nargs),
-            "default": default, "help": first,
-        })
+        rows.append(
+            {
+                "flags": list(act.option_strings),
+                "dest": act.dest,
+                "action": _ACTIONS.get(type(act).__name__, type(act).__name__),
+                "type": _type_name(act.type),
+                "choices": choices,
+                "nargs": act.nargs if act.nargs is None or isinstance(act.nargs, (int, str)) else str(act.nargs),
+                "default": default,
+                "help": first,
+            }
+        )
     json.dump(rows, sys.stdout)
 
 
@@ -257,9 +281,26 @@ def _child(root: str, deps: str | None) -> None:
 
 def download(version: str, dest: Path) -> Path:
     """``pip download --no-deps sglang==VERSION`` (a CPython 3.11 manylinux or pure wheel)."""
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--python-version", "3.11",
-           "--platform", "manylinux_2_34_x86_64", "--platform", "manylinux_2_28_x86_64", "--platform", "any",
-           "-q", "-d", str(dest), f"sglang=={version}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--python-version",
+        "3.11",
+        "--platform",
+        "manylinux_2_34_x86_64",
+        "--platform",
+        "manylinux_2_28_x86_64",
+        "--platform",
+        "any",
+        "-q",
+        "-d",
+        str(dest),
+        f"sglang=={version}",
+    ]
     proc = subprocess.run(cmd, check=False, capture_output=True, text=True)
     if proc.returncode != 0:
         raise SystemExit(f"sglang {version} cannot be downloaded (not on PyPI?):\n{proc.stderr.strip()[-2000:]}")
@@ -288,8 +329,15 @@ def extract(version: str, wheel: Path, deps: Path | None = None) -> dict[str, An
             zf.extractall(tmp, [n for n in zf.namelist() if n.startswith("sglang/")])
         deps_dir = install_deps((deps or Path(tmp, "_deps")).resolve())
         env = {**os.environ, "PYTHONHASHSEED": "0"}
-        proc = subprocess.run([sys.executable, __file__, "--child", tmp, "--deps", str(deps_dir)],
-                              check=False, capture_output=True, text=True, cwd=tmp, timeout=300, env=env)
+        proc = subprocess.run(
+            [sys.executable, __file__, "--child", tmp, "--deps", str(deps_dir)],
+            check=False,
+            capture_output=True,
+            text=True,
+            cwd=tmp,
+            timeout=300,
+            env=env,
+        )
     if proc.returncode != 0:
         raise SystemExit(f"extraction failed for {wheel.name}:\n{proc.stderr.strip()[-4000:]}")
     return {"sglang_version": version, "source": f"{wheel.name} sha256:{digest}", "args": json.loads(proc.stdout)}

@@ -28,7 +28,7 @@ from gpuhost.lab import manager
 from gpuhost.lab.layout import LabLayout
 from gpuhost.lab.spec import NodeSpec
 
-_RESERVATION: list[object] = []      # the open, locked file that reserves this process's address block
+_RESERVATION: list[object] = []  # the open, locked file that reserves this process's address block
 
 
 def _address_block() -> int:
@@ -123,8 +123,16 @@ class LabHandle:
             try:
                 sock = socket.create_connection((node.address, 22), timeout=5)
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                client.connect(node.address, 22, username="root", key_filename=str(self.client_key),
-                               look_for_keys=False, allow_agent=False, sock=sock, timeout=5)
+                client.connect(
+                    node.address,
+                    22,
+                    username="root",
+                    key_filename=str(self.client_key),
+                    look_for_keys=False,
+                    allow_agent=False,
+                    sock=sock,
+                    timeout=5,
+                )
                 return client
             except (OSError, paramiko.SSHException):
                 client.close()

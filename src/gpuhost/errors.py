@@ -55,8 +55,9 @@ class ConfigError(GpuhostError):
 
     exit_code = 2
 
-    def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
-                 field: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, file: str | None = None, line: int | None = None, field: str | None = None
+    ) -> None:
         self.file = file
         self.line = line
         self.field = field
@@ -98,8 +99,9 @@ class HostKeyMismatch(ConnectionFailed):
 class CommandFailed(GpuhostError):
     """A command exited with a status other than the ones allowed."""
 
-    def __init__(self, command: str, exit_code: int, stdout: str = "", stderr: str = "",
-                 host: str | None = None) -> None:
+    def __init__(
+        self, command: str, exit_code: int, stdout: str = "", stderr: str = "", host: str | None = None
+    ) -> None:
         self.command = redact(command)
         self.exit_code_of_command = exit_code
         self.stdout_tail = redact(tail(stdout))
@@ -116,8 +118,9 @@ class CommandFailed(GpuhostError):
 class CommandTimeout(CommandFailed):
     """A command ran past its timeout; ``timeout`` is the limit in seconds."""
 
-    def __init__(self, command: str, timeout: float, stdout: str = "", stderr: str = "",
-                 host: str | None = None) -> None:
+    def __init__(
+        self, command: str, timeout: float, stdout: str = "", stderr: str = "", host: str | None = None
+    ) -> None:
         self.timeout = timeout
         super().__init__(command, 124, stdout, stderr + f"\ntimed out after {timeout:g} s", host=host)
         self.message = self.message.replace("command failed (exit 124)", f"command timed out after {timeout:g} s", 1)

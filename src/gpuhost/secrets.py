@@ -24,8 +24,9 @@ def read_secret(what: str, *, env: str | None = None, file: str | None = None) -
         try:
             mode = path.stat().st_mode
             if mode & (stat.S_IRWXG | stat.S_IRWXO):
-                raise SecretError(f"{what}: {path} is readable by others (mode {stat.S_IMODE(mode):o}); "
-                                  f"chmod 600 {path}")
+                raise SecretError(
+                    f"{what}: {path} is readable by others (mode {stat.S_IMODE(mode):o}); chmod 600 {path}"
+                )
             value = path.read_text().strip()
         except OSError as exc:
             raise SecretError(f"{what}: cannot read {path}: {exc.strerror}") from None

@@ -9,8 +9,8 @@ from typing import Any
 import jinja2
 
 from gpuhost.errors import SecretError, TemplateError
-from gpuhost.secrets import read_secret
 from gpuhost.resources import builtin_templates_dir
+from gpuhost.secrets import read_secret
 
 
 def _secret_env(name: str) -> str:
@@ -37,8 +37,12 @@ class Templates:
         builtin = builtin_templates_dir()
         if builtin is not None:
             dirs.append(str(builtin))
-        self.env = jinja2.Environment(loader=jinja2.FileSystemLoader(dirs), undefined=jinja2.StrictUndefined,
-                                      keep_trailing_newline=True, autoescape=False)
+        self.env = jinja2.Environment(
+            loader=jinja2.FileSystemLoader(dirs),
+            undefined=jinja2.StrictUndefined,
+            keep_trailing_newline=True,
+            autoescape=False,
+        )
         self.env.globals["secret_env"] = _secret_env
         self.env.globals["secret_file"] = _secret_file
 
@@ -46,8 +50,9 @@ class Templates:
         try:
             return self.env.get_template(name).render(**variables)
         except jinja2.TemplateNotFound:
-            raise TemplateError(f"template '{name}' not found (looked in: "
-                                f"{', '.join(self.env.loader.searchpath)})") from None  # type: ignore[union-attr]
+            raise TemplateError(
+                f"template '{name}' not found (looked in: {', '.join(self.env.loader.searchpath)})"
+            ) from None  # type: ignore[union-attr]
         except jinja2.UndefinedError as exc:
             raise TemplateError(f"template '{name}': {exc.message}") from None
         except jinja2.TemplateSyntaxError as exc:
@@ -61,14 +66,17 @@ class Templates:
             source, _, _ = self.env.loader.get_source(self.env, name)  # type: ignore[union-attr]
             parsed = self.env.parse(source)
         except jinja2.TemplateNotFound:
-            raise TemplateError(f"template '{name}' not found (looked in: "
-                                f"{', '.join(self.env.loader.searchpath)})") from None  # type: ignore[union-attr]
+            raise TemplateError(
+                f"template '{name}' not found (looked in: {', '.join(self.env.loader.searchpath)})"
+            ) from None  # type: ignore[union-attr]
         except jinja2.TemplateSyntaxError as exc:
             raise TemplateError(f"template '{exc.name or name}' line {exc.lineno}: {exc.message}") from None
         missing = sorted(meta.find_undeclared_variables(parsed) - available - set(self.env.globals))
         if missing:
-            raise TemplateError(f"template '{name}' uses undefined variable{'s' if len(missing) > 1 else ''} "
-                                + ", ".join(f"'{m}'" for m in missing))
+            raise TemplateError(
+                f"template '{name}' uses undefined variable{'s' if len(missing) > 1 else ''} "
+                + ", ".join(f"'{m}'" for m in missing)
+            )
 
     def render_value(self, value: Any, variables: Mapping[str, Any]) -> Any:
         """Render every string inside ``value`` (dicts and lists walked) that contains ``{{`` or ``{%``."""

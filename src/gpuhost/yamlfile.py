@@ -15,7 +15,6 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from gpuhost.errors import ConfigError
 
-
 _PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq")}
 
 
@@ -26,8 +25,9 @@ def _refuse_unsafe(text: str, path: Path, error: type[ConfigError]) -> None:
     for event in YAML(typ="rt").parse(text):
         line = event.start_mark.line + 1 if event.start_mark else None
         if isinstance(event, AliasEvent):
-            raise error("YAML aliases (*name) are not allowed in gpuhost files; write the value out",
-                        file=str(path), line=line)
+            raise error(
+                "YAML aliases (*name) are not allowed in gpuhost files; write the value out", file=str(path), line=line
+            )
         tag = getattr(event, "tag", None) if isinstance(event, (ScalarEvent, CollectionStartEvent)) else None
         if tag and str(tag) not in _PLAIN_TAGS:
             raise error(f"unknown YAML tag {str(tag)[:40]}", file=str(path), line=line)
@@ -43,12 +43,15 @@ def load(path: Path, error: type[ConfigError] = ConfigError) -> Any:
     except OSError as exc:
         raise error(f"cannot read: {exc.strerror}", file=str(path)) from None
     if b"\x00" in raw:
-        raise error("contains a NUL byte: not a text file", file=str(path), line=raw[:raw.index(b"\x00")].count(b"\n") + 1)
+        raise error(
+            "contains a NUL byte: not a text file", file=str(path), line=raw[: raw.index(b"\x00")].count(b"\n") + 1
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise error(f"not UTF-8 text (byte 0x{raw[exc.start]:02x})", file=str(path),
-                    line=raw[:exc.start].count(b"\n") + 1) from None
+        raise error(
+            f"not UTF-8 text (byte 0x{raw[exc.start]:02x})", file=str(path), line=raw[: exc.start].count(b"\n") + 1
+        ) from None
     yaml = YAML(typ="rt")
     try:
         _refuse_unsafe(text, path, error)
@@ -103,8 +106,9 @@ def line_of(data: Any, loc: Sequence[str | int]) -> int | None:
     return line
 
 
-def raise_validation(exc: ValidationError, data: Any, path: Path, error: type[ConfigError],
-                     prefix: Sequence[str | int] = ()) -> None:
+def raise_validation(
+    exc: ValidationError, data: Any, path: Path, error: type[ConfigError], prefix: Sequence[str | int] = ()
+) -> None:
     """Turn pydantic's first error into a :class:`ConfigError` naming file, line and field."""
     errors = exc.errors()
     # A misspelt key also makes the real one "missing": report the misspelling.

@@ -31,7 +31,12 @@ def sshd_host() -> Iterator[SshdHost]:
 def write_inventory(path: Path, hosts: list[SshdHost], extra: str = "") -> Path:
     lines = ["nodes:"]
     for h in hosts:
-        lines += [f"  {h.name}:", f"    address: {h.address}", "    ssh:",
-                  f"      key_file: {h.client_key}", f"      known_hosts_file: {h.known_hosts}"]
+        lines += [
+            f"  {h.name}:",
+            f"    address: {h.address}",
+            "    ssh:",
+            f"      key_file: {h.client_key}",
+            f"      known_hosts_file: {h.known_hosts}",
+        ]
     path.write_text("\n".join(lines) + "\n" + extra)
     return path

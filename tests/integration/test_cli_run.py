@@ -20,17 +20,36 @@ WATCHED = ["/etc/modules", "/etc/modprobe.d/gpuhost-vfio.conf", "/etc/motd"]
 
 
 def gpuhost(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpuhost", *args], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "200", **(env or {})}, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "gpuhost", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200", **(env or {})},
+        timeout=120,
+    )
 
 
 def checksums(host) -> dict[str, str]:
     out = {}
     for path in WATCHED:
-        r = subprocess.run(["ssh", "-i", str(host.client_key), "-o", f"UserKnownHostsFile={host.known_hosts}",
-                            "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes",
-                            f"root@{host.address}", f"sha256sum {path} 2>/dev/null || echo missing"],
-                           capture_output=True, text=True, check=True)
+        r = subprocess.run(
+            [
+                "ssh",
+                "-i",
+                str(host.client_key),
+                "-o",
+                f"UserKnownHostsFile={host.known_hosts}",
+                "-o",
+                "StrictHostKeyChecking=yes",
+                "-o",
+                "BatchMode=yes",
+                f"root@{host.address}",
+                f"sha256sum {path} 2>/dev/null || echo missing",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         out[path] = r.stdout.split()[0]
     return out
 
@@ -39,10 +58,19 @@ def checksums(host) -> dict[str, str]:
 def node(sshd_host, tmp_path):
     """The test host with a stand-in update-initramfs that records each call, and
     /etc/modprobe.d as every PVE host has it (this machine image lacks kmod's directory)."""
-    subprocess.run(["ssh", "-i", str(sshd_host.client_key), "-o", f"UserKnownHostsFile={sshd_host.known_hosts}",
-                    f"root@{sshd_host.address}",
-                    "printf '#!/bin/sh\\necho \"$@\" >> /var/log/initramfs-calls\\n' > /usr/local/sbin/update-initramfs"
-                    " && chmod 755 /usr/local/sbin/update-initramfs && mkdir -p /etc/modprobe.d"], check=True)
+    subprocess.run(
+        [
+            "ssh",
+            "-i",
+            str(sshd_host.client_key),
+            "-o",
+            f"UserKnownHostsFile={sshd_host.known_hosts}",
+            f"root@{sshd_host.address}",
+            "printf '#!/bin/sh\\necho \"$@\" >> /var/log/initramfs-calls\\n' > /usr/local/sbin/update-initramfs"
+            " && chmod 755 /usr/local/sbin/update-initramfs && mkdir -p /etc/modprobe.d",
+        ],
+        check=True,
+    )
     inventory = write_inventory(tmp_path / "inventory.yml", [sshd_host])
     return sshd_host, inventory
 
@@ -99,7 +127,8 @@ def test_planted_secret_never_appears_in_any_output(node, tmp_path):
     book.write_text(
         "- hosts: all\n  tasks:\n"
         "    - copy: {dest: /etc/gh-token, content: \"{{ secret_env('GH_TEST_TOKEN') }}\\n\", mode: '0600'}\n"
-        "    - command: {cmd: \"echo using {{ secret_env('GH_TEST_TOKEN') }}; exit 3\"}\n")
+        "    - command: {cmd: \"echo using {{ secret_env('GH_TEST_TOKEN') }}; exit 3\"}\n"
+    )
     env = {"GH_TEST_TOKEN": token}
     outputs = []
     for extra in ([], ["--diff"], ["--json"], ["--check", "--diff"], ["--json", "--check"]):

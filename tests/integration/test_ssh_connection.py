@@ -52,8 +52,10 @@ def test_host_key_mismatch_is_refused(sshd_host, tmp_path):
     other = tmp_path / "other"
     subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(other)], check=True)
     fake = tmp_path / "known_hosts"
-    fake.write_text(f"{sshd_host.address} {(tmp_path / 'other.pub').read_text().split()[0]} "
-                    f"{(tmp_path / 'other.pub').read_text().split()[1]}\n")
+    fake.write_text(
+        f"{sshd_host.address} {(tmp_path / 'other.pub').read_text().split()[0]} "
+        f"{(tmp_path / 'other.pub').read_text().split()[1]}\n"
+    )
     with pytest.raises(HostKeyMismatch) as info:
         SSHConnection("node1", settings(sshd_host, known_hosts_file=str(fake)))
     assert "host key mismatch" in str(info.value) and "ssh-keygen" in str(info.value)

@@ -68,8 +68,17 @@ def test_client_killed_mid_stream_leaves_old_file_and_no_temp(sshd_host):
         conn.run("head -c 100000 /dev/urandom > /etc/big.conf")
         old = conn.get_file("/etc/big.conf")
     digest = hashlib.sha256(b"n" * (64 << 20)).hexdigest()
-    proc = subprocess.Popen([sys.executable, "-c", _CLIENT % digest, sshd_host.address, str(sshd_host.client_key),
-                             str(sshd_host.known_hosts)], env={**os.environ, "PYTHONPATH": str(SRC)})
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            _CLIENT % digest,
+            sshd_host.address,
+            str(sshd_host.client_key),
+            str(sshd_host.known_hosts),
+        ],
+        env={**os.environ, "PYTHONPATH": str(SRC)},
+    )
     etc = sshd_host.upper("/etc")
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:

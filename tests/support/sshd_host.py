@@ -64,8 +64,7 @@ def _die_with_parent() -> None:
 
 
 def _keygen(path: Path) -> None:
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "gpuhost-test", "-f", str(path)],
-                   check=True)
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "gpuhost-test", "-f", str(path)], check=True)
 
 
 @dataclass
@@ -100,10 +99,28 @@ class SshdHost:
                 _keygen(self.base / key)
         self.known_hosts.write_text(f"{self.address} ssh-ed25519 {self.host_key_pub}\n")
         self.proc = subprocess.Popen(
-            ["unshare", "-m", "-u", "-p", "--fork", "--kill-child=SIGKILL", "--propagation", "private",
-             "sh", "-c", _INNER, "inner", self.name, self.address, str(self.base)],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-            preexec_fn=_die_with_parent)
+            [
+                "unshare",
+                "-m",
+                "-u",
+                "-p",
+                "--fork",
+                "--kill-child=SIGKILL",
+                "--propagation",
+                "private",
+                "sh",
+                "-c",
+                _INNER,
+                "inner",
+                self.name,
+                self.address,
+                str(self.base),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            preexec_fn=_die_with_parent,
+        )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -18,10 +18,21 @@ from typing import Any
 THROUGHPUT_DROP_PCT = 5.0
 LATENCY_RISE_PCT = 10.0
 
-HIGHER_IS_BETTER = ("output_throughput_tok_s", "total_throughput_tok_s", "request_throughput_req_s",
-                    "successful_requests")
-LOWER_IS_BETTER = ("median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms", "median_itl_ms", "p99_itl_ms",
-                   "median_e2e_latency_ms")
+HIGHER_IS_BETTER = (
+    "output_throughput_tok_s",
+    "total_throughput_tok_s",
+    "request_throughput_req_s",
+    "successful_requests",
+)
+LOWER_IS_BETTER = (
+    "median_ttft_ms",
+    "p99_ttft_ms",
+    "median_tpot_ms",
+    "p99_tpot_ms",
+    "median_itl_ms",
+    "p99_itl_ms",
+    "median_e2e_latency_ms",
+)
 INFORMATIONAL = ("power_mean_w", "power_pct_of_limit", "util_mean_pct")
 
 
@@ -35,8 +46,14 @@ class Change:
     judgement: str  # "regression" | "improvement" | "same" | "info"
 
     def to_json(self) -> dict[str, Any]:
-        return {"level": self.level, "figure": self.figure, "baseline": self.baseline, "current": self.current,
-                "change_pct": self.change_pct, "judgement": self.judgement}
+        return {
+            "level": self.level,
+            "figure": self.figure,
+            "baseline": self.baseline,
+            "current": self.current,
+            "change_pct": self.change_pct,
+            "judgement": self.judgement,
+        }
 
 
 def _key(level: dict[str, Any]) -> str:
@@ -59,8 +76,9 @@ def judge(figure: str, baseline: float, current: float) -> tuple[float, str]:
     if figure == "successful_requests":
         return pct, "regression" if current < baseline else ("improvement" if current > baseline else "same")
     if figure in HIGHER_IS_BETTER:
-        return pct, "regression" if pct < -THROUGHPUT_DROP_PCT else ("improvement" if pct > THROUGHPUT_DROP_PCT
-                                                                     else "same")
+        return pct, "regression" if pct < -THROUGHPUT_DROP_PCT else (
+            "improvement" if pct > THROUGHPUT_DROP_PCT else "same"
+        )
     return pct, "regression" if pct > LATENCY_RISE_PCT else ("improvement" if pct < -LATENCY_RISE_PCT else "same")
 
 
@@ -82,8 +100,11 @@ def compare(current: dict[str, Any], baseline: dict[str, Any]) -> dict[str, Any]
             pct, verdict = judge(name, b, c)
             changes.append(Change(key, name, b, c, round(pct, 2) if pct != float("inf") else 1e9, verdict))
     regressions = [c for c in changes if c.judgement == "regression"]
-    verdict = "regression" if regressions else ("improvement" if any(c.judgement == "improvement" for c in changes)
-                                                else "no-change")
+    verdict = (
+        "regression"
+        if regressions
+        else ("improvement" if any(c.judgement == "improvement" for c in changes) else "no-change")
+    )
     return {
         "verdict": verdict,
         "thresholds": {"throughput_drop_pct": THROUGHPUT_DROP_PCT, "latency_rise_pct": LATENCY_RISE_PCT},

@@ -81,9 +81,21 @@ JSONL_KEYS: dict[str, str] = {
     "request_goodput": "request_goodput_req_s",
 }
 JSONL_PASSTHROUGH = (
-    "backend", "request_rate", "max_concurrency", "total_input_tokens", "total_input_text_tokens",
-    "total_input_vision_tokens", "total_output_tokens", "total_output_tokens_retokenized", "concurrency",
-    "accept_length", "tag", "dataset_name", "random_input_len", "random_output_len", "random_range_ratio",
+    "backend",
+    "request_rate",
+    "max_concurrency",
+    "total_input_tokens",
+    "total_input_text_tokens",
+    "total_input_vision_tokens",
+    "total_output_tokens",
+    "total_output_tokens_retokenized",
+    "concurrency",
+    "accept_length",
+    "tag",
+    "dataset_name",
+    "random_input_len",
+    "random_output_len",
+    "random_range_ratio",
     "sharegpt_output_len",
 )
 _LAT_METRICS = ("e2e_latency", "ttft", "tpot", "itl")
@@ -91,17 +103,38 @@ _LAT_STATS = ("mean", "median", "std", "p90", "p95", "p99")
 
 # Every stable figure name and its unit (the JSON schema and the docs list the same names).
 FIELD_UNITS: dict[str, str] = {
-    "backend": "", "request_rate": "req/s|inf|trace", "max_concurrency": "requests", "successful_requests": "requests",
-    "duration_s": "s", "total_input_tokens": "tokens", "total_input_text_tokens": "tokens",
-    "total_input_vision_tokens": "tokens", "total_output_tokens": "tokens",
-    "total_output_tokens_retokenized": "tokens", "request_throughput_req_s": "req/s",
-    "input_throughput_tok_s": "tok/s", "output_throughput_tok_s": "tok/s", "peak_output_throughput_tok_s": "tok/s",
-    "peak_concurrent_requests": "requests", "total_throughput_tok_s": "tok/s", "concurrency": "requests",
-    "accept_length": "tokens", "goodput_slos": "", "request_goodput_req_s": "req/s", "slo_attainment_pct": "%",
-    "ttft_slo_attainment_pct": "%", "tpot_slo_attainment_pct": "%", "e2el_slo_attainment_pct": "%",
-    "cache_prompt_tokens": "tokens", "cache_cached_tokens": "tokens", "cache_device_tokens": "tokens",
-    "cache_host_tokens": "tokens", "cache_storage_tokens": "tokens", "cache_hit_rate_pct": "%",
-    **{f"{s}_{m}_ms": "ms" for m in _LAT_METRICS for s in _LAT_STATS}, "max_itl_ms": "ms",
+    "backend": "",
+    "request_rate": "req/s|inf|trace",
+    "max_concurrency": "requests",
+    "successful_requests": "requests",
+    "duration_s": "s",
+    "total_input_tokens": "tokens",
+    "total_input_text_tokens": "tokens",
+    "total_input_vision_tokens": "tokens",
+    "total_output_tokens": "tokens",
+    "total_output_tokens_retokenized": "tokens",
+    "request_throughput_req_s": "req/s",
+    "input_throughput_tok_s": "tok/s",
+    "output_throughput_tok_s": "tok/s",
+    "peak_output_throughput_tok_s": "tok/s",
+    "peak_concurrent_requests": "requests",
+    "total_throughput_tok_s": "tok/s",
+    "concurrency": "requests",
+    "accept_length": "tokens",
+    "goodput_slos": "",
+    "request_goodput_req_s": "req/s",
+    "slo_attainment_pct": "%",
+    "ttft_slo_attainment_pct": "%",
+    "tpot_slo_attainment_pct": "%",
+    "e2el_slo_attainment_pct": "%",
+    "cache_prompt_tokens": "tokens",
+    "cache_cached_tokens": "tokens",
+    "cache_device_tokens": "tokens",
+    "cache_host_tokens": "tokens",
+    "cache_storage_tokens": "tokens",
+    "cache_hit_rate_pct": "%",
+    **{f"{s}_{m}_ms": "ms" for m in _LAT_METRICS for s in _LAT_STATS},
+    "max_itl_ms": "ms",
 }
 CORE_FIELDS = ("successful_requests", "duration_s", "output_throughput_tok_s")
 STRING_FIELDS = frozenset({"backend", "goodput_slos", "request_rate", "tag", "dataset_name"})
@@ -122,8 +155,14 @@ class BenchResult:
         return self.figures.get(name)
 
     def to_json(self) -> dict[str, Any]:
-        return {"source": self.source, "status": self.status, "figures": self.figures, "extra": self.extra,
-                "notes": self.notes, "server_info": self.server_info}
+        return {
+            "source": self.source,
+            "status": self.status,
+            "figures": self.figures,
+            "extra": self.extra,
+            "notes": self.notes,
+            "server_info": self.server_info,
+        }
 
 
 class NotBenchmarkOutput(ValueError):
@@ -231,7 +270,7 @@ def split_printed_blocks(text: str) -> list[list[str]]:
     for n, start in enumerate(starts):
         stop = starts[n + 1] if n + 1 < len(starts) else len(lines)
         block = [lines[start]]
-        for line in lines[start + 1:stop]:
+        for line in lines[start + 1 : stop]:
             block.append(line)
             if CLOSING_RE.match(line):
                 break
@@ -247,7 +286,8 @@ def split_printed_blocks(text: str) -> list[list[str]]:
 
 _SECRET_KEY_RE = re.compile(r"(api[_-]?key|token|secret|password|passwd|credential|authorization)", re.IGNORECASE)
 _SECRET_FLAG_RE = re.compile(
-    r"(--(?:admin-)?api-key(?:=|\s+)|--hf-token(?:=|\s+)|(?:HF_TOKEN|OPENAI_API_KEY|SGLANG_API_KEY)=)(\S+)")
+    r"(--(?:admin-)?api-key(?:=|\s+)|--hf-token(?:=|\s+)|(?:HF_TOKEN|OPENAI_API_KEY|SGLANG_API_KEY)=)(\S+)"
+)
 
 
 def redact_server_info(value: Any) -> Any:
@@ -303,8 +343,14 @@ def parse_jsonl_record(obj: dict[str, Any]) -> BenchResult:
         status = "failed"
         notes.append("no request succeeded")
     info = obj.get("server_info")
-    return BenchResult(source="jsonl", status=status, figures=figures, extra=extra, notes=notes,
-                       server_info=redact_server_info(info) if isinstance(info, dict) else None)
+    return BenchResult(
+        source="jsonl",
+        status=status,
+        figures=figures,
+        extra=extra,
+        notes=notes,
+        server_info=redact_server_info(info) if isinstance(info, dict) else None,
+    )
 
 
 def _jsonl_objects(text: str) -> list[dict[str, Any]]:

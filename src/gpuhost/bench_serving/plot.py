@@ -22,10 +22,12 @@ def plot_sweep(doc: dict[str, Any], path: Path) -> Path:
 
     xs, ticks, xlabel = _x(doc)
     fig, (ax_t, ax_w) = plt.subplots(2, 1, figsize=(9, 7.5), sharex=True, constrained_layout=True)
-    for key, label, style in (("output_throughput_tok_s", "output tok/s", "o-"),
-                              ("total_throughput_tok_s", "total tok/s", "s--")):
+    for key, label, style in (
+        ("output_throughput_tok_s", "output tok/s", "o-"),
+        ("total_throughput_tok_s", "total tok/s", "s--"),
+    ):
         ys = [lv["figures"].get(key) for lv in doc["levels"]]
-        pts = [(x, y) for x, y in zip(xs, ys) if isinstance(y, (int, float))]
+        pts = [(x, y) for x, y in zip(xs, ys, strict=False) if isinstance(y, (int, float))]
         if pts:
             ax_t.plot([p[0] for p in pts], [p[1] for p in pts], style, label=label)
     ax_t.set_ylabel("tokens / s")
@@ -37,7 +39,7 @@ def plot_sweep(doc: dict[str, Any], path: Path) -> Path:
     limit = None
     for gid in gpu_ids:
         pts = []
-        for x, lv in zip(xs, doc["levels"]):
+        for x, lv in zip(xs, doc["levels"], strict=False):
             for g in lv["gpus"]:
                 if g["index"] == gid and g["power_mean_w"] is not None:
                     pts.append((x, g["power_mean_w"]))

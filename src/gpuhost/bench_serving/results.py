@@ -66,32 +66,65 @@ def summarise(levels: list[LevelRun], samples: SampleSeries | None, offset_s: fl
         if samples is not None and lv.start_wall is not None and lv.end_wall is not None:
             gpus = gpu_stats(window(samples, lv.start_wall, lv.end_wall, offset_s))
         label = lv.label or (f"c{lv.concurrency}" if lv.concurrency is not None else f"level{n + 1}")
-        out.append(LevelSummary(concurrency=lv.concurrency, label=label, result=lv.result, gpus=gpus,
-                                start_wall=lv.start_wall, end_wall=lv.end_wall))
+        out.append(
+            LevelSummary(
+                concurrency=lv.concurrency,
+                label=label,
+                result=lv.result,
+                gpus=gpus,
+                start_wall=lv.start_wall,
+                end_wall=lv.end_wall,
+            )
+        )
     return out
 
 
-def build_document(summaries: list[LevelSummary], findings: list[Finding], *, samples: SampleSeries | None = None,
-                   target: str | None = None, comparison: dict[str, Any] | None = None,
-                   created: str | None = None, source_file: str | None = None) -> dict[str, Any]:
+def build_document(
+    summaries: list[LevelSummary],
+    findings: list[Finding],
+    *,
+    samples: SampleSeries | None = None,
+    target: str | None = None,
+    comparison: dict[str, Any] | None = None,
+    created: str | None = None,
+    source_file: str | None = None,
+) -> dict[str, Any]:
     """The one JSON document of a run (pure but for the default ``created`` timestamp)."""
     return {
         "schema": SCHEMA,
         "created": created or datetime.now(UTC).isoformat(timespec="seconds"),
         "target": target,
         "source_file": source_file,
-        "sampler": None if samples is None else {
-            "backend": samples.backend, "interval_ms": samples.interval_ms, "host": samples.host,
-            "gpus": samples.gpus, "ticks": len(samples.ticks), "end_reason": samples.end_reason,
+        "sampler": None
+        if samples is None
+        else {
+            "backend": samples.backend,
+            "interval_ms": samples.interval_ms,
+            "host": samples.host,
+            "gpus": samples.gpus,
+            "ticks": len(samples.ticks),
+            "end_reason": samples.end_reason,
         },
-        "levels": [{
-            "label": s.label, "concurrency": s.concurrency, "start_wall": s.start_wall, "end_wall": s.end_wall,
-            "status": s.result.status, "source": s.result.source, "figures": s.result.figures,
-            "notes": s.result.notes, "server_info": s.result.server_info,
-            "gpu_summary": {"power_mean_w": s.power_mean_w, "power_pct_of_limit": s.power_pct_of_limit,
-                            "util_mean_pct": s.util_mean_pct},
-            "gpus": [g.to_json() for g in s.gpus],
-        } for s in summaries],
+        "levels": [
+            {
+                "label": s.label,
+                "concurrency": s.concurrency,
+                "start_wall": s.start_wall,
+                "end_wall": s.end_wall,
+                "status": s.result.status,
+                "source": s.result.source,
+                "figures": s.result.figures,
+                "notes": s.result.notes,
+                "server_info": s.result.server_info,
+                "gpu_summary": {
+                    "power_mean_w": s.power_mean_w,
+                    "power_pct_of_limit": s.power_pct_of_limit,
+                    "util_mean_pct": s.util_mean_pct,
+                },
+                "gpus": [g.to_json() for g in s.gpus],
+            }
+            for s in summaries
+        ],
         "findings": [f.to_json() for f in findings],
         "comparison": comparison,
         "verdict": worst(findings).word,
@@ -107,9 +140,15 @@ def _fmt(value: Any, digits: int = 1) -> str:
 
 
 TABLE_COLUMNS: tuple[tuple[str, str], ...] = (
-    ("status", "status"), ("output_throughput_tok_s", "out tok/s"), ("total_throughput_tok_s", "total tok/s"),
-    ("request_throughput_req_s", "req/s"), ("median_ttft_ms", "TTFT p50"), ("p99_ttft_ms", "TTFT p99"),
-    ("median_tpot_ms", "TPOT p50"), ("p99_tpot_ms", "TPOT p99"), ("median_itl_ms", "ITL p50"),
+    ("status", "status"),
+    ("output_throughput_tok_s", "out tok/s"),
+    ("total_throughput_tok_s", "total tok/s"),
+    ("request_throughput_req_s", "req/s"),
+    ("median_ttft_ms", "TTFT p50"),
+    ("p99_ttft_ms", "TTFT p99"),
+    ("median_tpot_ms", "TPOT p50"),
+    ("p99_tpot_ms", "TPOT p99"),
+    ("median_itl_ms", "ITL p50"),
     ("p99_itl_ms", "ITL p99"),
 )
 
@@ -127,14 +166,16 @@ def render_table(doc: dict[str, Any]) -> str:
         cells += [_fmt(gs["power_mean_w"]), _fmt(gs["power_pct_of_limit"]), _fmt(gs["util_mean_pct"])]
         rows.append(cells)
     widths = [max(len(str(r[i])) for r in [head] + rows) for i in range(len(head))]
-    lines = ["  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in [head] + rows]
+    lines = ["  ".join(c.rjust(w) for c, w in zip(r, widths, strict=False)) for r in [head] + rows]
     gpu_lines = []
     for lv in doc["levels"]:
         for g in lv["gpus"]:
-            gpu_lines.append(f"  {lv['label']:>8} GPU{g['index']}: {_fmt(g['power_mean_w'])} W of "
-                             f"{_fmt(g['power_limit_w'], 0)} W ({_fmt(g['power_pct_of_limit'])} %), util "
-                             f"{_fmt(g['util_gpu_mean_pct'])} %, SM {_fmt(g['sm_clock_mean_mhz'], 0)} MHz, "
-                             f"mem {_fmt(g['mem_used_max_mib'], 0)} MiB, n={g['samples']}")
+            gpu_lines.append(
+                f"  {lv['label']:>8} GPU{g['index']}: {_fmt(g['power_mean_w'])} W of "
+                f"{_fmt(g['power_limit_w'], 0)} W ({_fmt(g['power_pct_of_limit'])} %), util "
+                f"{_fmt(g['util_gpu_mean_pct'])} %, SM {_fmt(g['sm_clock_mean_mhz'], 0)} MHz, "
+                f"mem {_fmt(g['mem_used_max_mib'], 0)} MiB, n={g['samples']}"
+            )
     if gpu_lines:
         lines += ["", "per GPU (mean over the level's window):"] + gpu_lines
     if doc["findings"]:

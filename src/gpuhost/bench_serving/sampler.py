@@ -76,7 +76,7 @@ def parse_smi_line(line: str) -> dict[str, Any] | None:
     cells = [c.strip() for c in line.split(",")]
     if len(cells) != len(SMI_FIELDS) or _num(cells[0]) is None:
         return None
-    return {key: _num(cell) for (_field, key), cell in zip(SMI_FIELDS, cells)}
+    return {key: _num(cell) for (_field, key), cell in zip(SMI_FIELDS, cells, strict=False)}
 
 
 def _emit(out: IO[str], obj: dict[str, Any]) -> None:
@@ -134,7 +134,9 @@ def _nvlink_kib(nv: Any, handle: Any) -> tuple[int | None, int | None]:
     return out[0], out[1]
 
 
-def _nvml_gpu(nv: Any, index: int, handle: Any, prev: dict[int, tuple[float, int | None, int | None]]) -> dict[str, Any]:
+def _nvml_gpu(
+    nv: Any, index: int, handle: Any, prev: dict[int, tuple[float, int | None, int | None]]
+) -> dict[str, Any]:
     util = _try(nv.nvmlDeviceGetUtilizationRates, handle)
     mem = _try(nv.nvmlDeviceGetMemoryInfo, handle)
     power = _try(nv.nvmlDeviceGetPowerUsage, handle)
@@ -169,9 +171,15 @@ def _nvml_gpu(nv: Any, index: int, handle: Any, prev: dict[int, tuple[float, int
 def run_nvml(nv: Any, out: IO[str], interval_s: float, deadline: float | None, stop: _Stop) -> tuple[int, str]:
     count = nv.nvmlDeviceGetCount()
     handles = [nv.nvmlDeviceGetHandleByIndex(i) for i in range(count)]
-    gpus = [{"index": i, "name": _text(_try(nv.nvmlDeviceGetName, h)), "uuid": _text(_try(nv.nvmlDeviceGetUUID, h)),
-             "power_limit_w": _watts(_try(nv.nvmlDeviceGetEnforcedPowerLimit, h))}
-            for i, h in enumerate(handles)]
+    gpus = [
+        {
+            "index": i,
+            "name": _text(_try(nv.nvmlDeviceGetName, h)),
+            "uuid": _text(_try(nv.nvmlDeviceGetUUID, h)),
+            "power_limit_w": _watts(_try(nv.nvmlDeviceGetEnforcedPowerLimit, h)),
+        }
+        for i, h in enumerate(handles)
+    ]
     _emit(out, _start_line("nvml", interval_s, gpus))
     prev: dict[int, tuple[float, int | None, int | None]] = {}
     n = 0
@@ -201,8 +209,13 @@ def smi_command(interval_ms: int, smi: str = "nvidia-smi") -> list[str]:
 
 
 def _smi_info(smi: str) -> list[dict[str, Any]]:
-    proc = subprocess.run([smi, f"--query-gpu={SMI_INFO_FIELDS}", "--format=csv,noheader,nounits"],
-                          capture_output=True, text=True, timeout=30, check=False)
+    proc = subprocess.run(
+        [smi, f"--query-gpu={SMI_INFO_FIELDS}", "--format=csv,noheader,nounits"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     gpus = []
     for line in proc.stdout.splitlines():
         cells = [c.strip() for c in line.split(",")]
@@ -261,8 +274,16 @@ def run_smi(out: IO[str], interval_ms: int, deadline: float | None, stop: _Stop,
 
 
 def _start_line(backend: str, interval_s: float, gpus: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"type": "start", "schema": SCHEMA, "backend": backend, "interval_ms": round(interval_s * 1000),
-            "host": socket.gethostname(), "pid": os.getpid(), **_stamp(), "gpus": gpus}
+    return {
+        "type": "start",
+        "schema": SCHEMA,
+        "backend": backend,
+        "interval_ms": round(interval_s * 1000),
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        **_stamp(),
+        "gpus": gpus,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -286,12 +307,21 @@ def main(argv: list[str] | None = None) -> int:
         if nv is not None:
             n, reason = run_nvml(nv, out, args.interval_ms / 1000.0, deadline, stop)
         elif args.backend == "nvml":
-            _emit(out, {"type": "end", "reason": "error", "error": "pynvml not importable or nvmlInit failed",
-                        "samples": 0, **_stamp()})
+            _emit(
+                out,
+                {
+                    "type": "end",
+                    "reason": "error",
+                    "error": "pynvml not importable or nvmlInit failed",
+                    "samples": 0,
+                    **_stamp(),
+                },
+            )
             return 2
         elif shutil.which(args.nvidia_smi) is None:
-            _emit(out, {"type": "end", "reason": "error", "error": "no NVML and no nvidia-smi", "samples": 0,
-                        **_stamp()})
+            _emit(
+                out, {"type": "end", "reason": "error", "error": "no NVML and no nvidia-smi", "samples": 0, **_stamp()}
+            )
             return 2
         else:
             n, reason = run_smi(out, args.interval_ms, deadline, stop, args.nvidia_smi)

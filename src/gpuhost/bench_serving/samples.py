@@ -7,9 +7,21 @@ from dataclasses import asdict, dataclass, field
 from statistics import fmean
 from typing import Any
 
-SAMPLE_KEYS = ("power_w", "power_limit_w", "util_gpu_pct", "util_mem_pct", "sm_clock_mhz", "mem_clock_mhz",
-               "mem_used_mib", "mem_total_mib", "temp_c", "pcie_tx_kib_s", "pcie_rx_kib_s", "nvlink_tx_kib_s",
-               "nvlink_rx_kib_s")
+SAMPLE_KEYS = (
+    "power_w",
+    "power_limit_w",
+    "util_gpu_pct",
+    "util_mem_pct",
+    "sm_clock_mhz",
+    "mem_clock_mhz",
+    "mem_used_mib",
+    "mem_total_mib",
+    "temp_c",
+    "pcie_tx_kib_s",
+    "pcie_rx_kib_s",
+    "nvlink_tx_kib_s",
+    "nvlink_rx_kib_s",
+)
 
 
 @dataclass(frozen=True)
@@ -108,15 +120,23 @@ def gpu_stats(ticks: list[Tick]) -> list[GpuStats]:
         limit = max(limits) if limits else None
         pmean = _mean(power)
         mem = _col(rows, "mem_used_mib")
-        out.append(GpuStats(
-            index=index, samples=len(rows), power_mean_w=pmean, power_max_w=max(power) if power else None,
-            power_limit_w=limit,
-            power_pct_of_limit=round(100.0 * pmean / limit, 1) if pmean is not None and limit else None,
-            util_gpu_mean_pct=_mean(_col(rows, "util_gpu_pct")), util_mem_mean_pct=_mean(_col(rows, "util_mem_pct")),
-            sm_clock_mean_mhz=_mean(_col(rows, "sm_clock_mhz")), mem_clock_mean_mhz=_mean(_col(rows, "mem_clock_mhz")),
-            mem_used_max_mib=max(mem) if mem else None,
-            pcie_tx_mean_kib_s=_mean(_col(rows, "pcie_tx_kib_s")), pcie_rx_mean_kib_s=_mean(_col(rows, "pcie_rx_kib_s")),
-            nvlink_tx_mean_kib_s=_mean(_col(rows, "nvlink_tx_kib_s")),
-            nvlink_rx_mean_kib_s=_mean(_col(rows, "nvlink_rx_kib_s")),
-        ))
+        out.append(
+            GpuStats(
+                index=index,
+                samples=len(rows),
+                power_mean_w=pmean,
+                power_max_w=max(power) if power else None,
+                power_limit_w=limit,
+                power_pct_of_limit=round(100.0 * pmean / limit, 1) if pmean is not None and limit else None,
+                util_gpu_mean_pct=_mean(_col(rows, "util_gpu_pct")),
+                util_mem_mean_pct=_mean(_col(rows, "util_mem_pct")),
+                sm_clock_mean_mhz=_mean(_col(rows, "sm_clock_mhz")),
+                mem_clock_mean_mhz=_mean(_col(rows, "mem_clock_mhz")),
+                mem_used_max_mib=max(mem) if mem else None,
+                pcie_tx_mean_kib_s=_mean(_col(rows, "pcie_tx_kib_s")),
+                pcie_rx_mean_kib_s=_mean(_col(rows, "pcie_rx_kib_s")),
+                nvlink_tx_mean_kib_s=_mean(_col(rows, "nvlink_tx_kib_s")),
+                nvlink_rx_mean_kib_s=_mean(_col(rows, "nvlink_rx_kib_s")),
+            )
+        )
     return out

@@ -41,8 +41,14 @@ class Finding:
         return self.level >= Level.FAIL
 
     def to_json(self) -> dict[str, Any]:
-        return {"level": self.level.word, "check": self.check, "subject": self.subject,
-                "message": self.message, "cause": self.cause, "fix": self.fix}
+        return {
+            "level": self.level.word,
+            "check": self.check,
+            "subject": self.subject,
+            "message": self.message,
+            "cause": self.cause,
+            "fix": self.fix,
+        }
 
 
 def worst(findings: Iterable[Finding]) -> Level:

@@ -36,8 +36,13 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
-                                 help="Print the versions of gpuhost, Python, paramiko and proxmoxer, and exit."),
+    version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_version,
+        is_eager=True,
+        help="Print the versions of gpuhost, Python, paramiko and proxmoxer, and exit.",
+    ),
     debug: bool = typer.Option(False, "--debug", help="Show the traceback of an internal error."),
 ) -> None:
     """Turn a Proxmox VE host with NVIDIA GPUs into a verified LLM-serving machine."""
@@ -47,12 +52,14 @@ def _root(
 def _register() -> None:
     # Each sub-command module adds its commands to ``app`` (or a sub-app) on import.
     # --- sub-commands (one import per line; keep sorted) ---
-    from gpuhost.cli import bench  # noqa: F401
-    from gpuhost.cli import doctor  # noqa: F401
-    from gpuhost.cli import lab  # noqa: F401
-    from gpuhost.cli import playbook_commands  # noqa: F401
-    from gpuhost.cli import provision  # noqa: F401
-    from gpuhost.cli import verify  # noqa: F401
+    from gpuhost.cli import (
+        bench,  # noqa: F401
+        doctor,  # noqa: F401
+        lab,  # noqa: F401
+        playbook_commands,  # noqa: F401
+        provision,  # noqa: F401
+        verify,  # noqa: F401
+    )
     # --- end sub-commands ---
 
 

@@ -9,15 +9,18 @@ import typer
 from gpuhost.cli.app import app
 from gpuhost.cli.output import error, print_json
 
-bench_app = typer.Typer(help="Benchmark a serving machine and show what its GPUs did meanwhile.",
-                        no_args_is_help=True)
+bench_app = typer.Typer(help="Benchmark a serving machine and show what its GPUs did meanwhile.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")
 
 
 @bench_app.command("sglang")
 def sglang_command(
-    parse: Path = typer.Option(..., "--parse", help="Read a saved bench_serving output: the printed "
-                               "'Serving Benchmark Result' block(s) or the --output-file JSONL."),
+    parse: Path = typer.Option(
+        ...,
+        "--parse",
+        help="Read a saved bench_serving output: the printed "
+        "'Serving Benchmark Result' block(s) or the --output-file JSONL.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (schema gpuhost.bench-sglang/1)."),
 ) -> None:
     """Parse a saved SGLang benchmark output and print every figure under its stable name.
@@ -38,9 +41,14 @@ def sglang_command(
     except NotBenchmarkOutput as exc:
         error(f"{parse}: not a bench_serving output ({exc})")
         raise typer.Exit(2) from None
-    levels = [LevelRun(concurrency=r.figures.get("max_concurrency") if isinstance(
-        r.figures.get("max_concurrency"), int) else None, result=r, label=f"run{n + 1}")
-        for n, r in enumerate(results)]
+    levels = [
+        LevelRun(
+            concurrency=r.figures.get("max_concurrency") if isinstance(r.figures.get("max_concurrency"), int) else None,
+            result=r,
+            label=f"run{n + 1}",
+        )
+        for n, r in enumerate(results)
+    ]
     summaries = summarise(levels, None)
     doc = build_document(summaries, all_findings(summaries), source_file=parse.name)
     if as_json:

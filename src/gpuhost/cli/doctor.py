@@ -33,10 +33,18 @@ def sglang_log(
     scanner = scan_text(data.decode("utf-8", errors="replace"), subject="-" if file == "-" else file)
     state = scanner.phases.state
     if as_json:
-        print_json({"schema": "gpuhost.doctor-sglang-log/1", "fatal": scanner.fatal,
-                    "phase": state.phase.name.lower(), "graph_captures_open": state.graph_captures_open,
-                    "findings": [{**h.finding.to_json(), "lines": [{"line": n, "text": t} for n, t in h.lines]}
-                                 for h in scanner.report()]})
+        print_json(
+            {
+                "schema": "gpuhost.doctor-sglang-log/1",
+                "fatal": scanner.fatal,
+                "phase": state.phase.name.lower(),
+                "graph_captures_open": state.graph_captures_open,
+                "findings": [
+                    {**h.finding.to_json(), "lines": [{"line": n, "text": t} for n, t in h.lines]}
+                    for h in scanner.report()
+                ],
+            }
+        )
         raise typer.Exit(1 if scanner.fatal else 0)
     for hit in scanner.report():
         f = hit.finding

@@ -44,13 +44,16 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
     "tags": (list[str], typer.Option([], "--tags", "-t", help="Only tasks with these tags.")),
     "skip_tags": (list[str], typer.Option([], "--skip-tags", help="Skip tasks with these tags.")),
     "forks": (int, typer.Option(10, "--forks", "-f", min=1, help="Hosts worked on at once.")),
-    "allow_reboot": (bool, typer.Option(False, "--allow-reboot",
-                                        help="Reboot nodes whose kernel must restart.")),
-    "allow_restart": (bool, typer.Option(False, "--allow-restart",
-                                         help="Restart running containers whose devices changed.")),
+    "allow_reboot": (bool, typer.Option(False, "--allow-reboot", help="Reboot nodes whose kernel must restart.")),
+    "allow_restart": (
+        bool,
+        typer.Option(False, "--allow-restart", help="Restart running containers whose devices changed."),
+    ),
     "as_json": (bool, typer.Option(False, "--json", help="Print one JSON object (schema gpuhost.run/1).")),
-    "extra_vars": (list[str], typer.Option([], "-e", "--extra-vars",
-                                           help="KEY=VALUE, overrides every other var (e.g. -e gpu_path=vm).")),
+    "extra_vars": (
+        list[str],
+        typer.Option([], "-e", "--extra-vars", help="KEY=VALUE, overrides every other var (e.g. -e gpu_path=vm)."),
+    ),
     "verbose": (bool, typer.Option(False, "--verbose", "-v", help="Show each remote command and its timing.")),
 }
 assert list(_OPTIONS) == [f.name for f in fields(RunFlags)]
@@ -65,8 +68,10 @@ def run_flags(func: F) -> F:
     clash = {p.name for p in own} & set(_OPTIONS)
     if clash:
         raise TypeError(f"{func.__name__}: parameters {sorted(clash)} are run flags already")
-    shared = [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation)
-              for name, (annotation, option) in _OPTIONS.items()]
+    shared = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation)
+        for name, (annotation, option) in _OPTIONS.items()
+    ]
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -74,7 +79,9 @@ def run_flags(func: F) -> F:
         return func(*args, flags=flags, **kwargs)
 
     wrapper.__signature__ = sig.replace(parameters=[*own, *shared])  # type: ignore[attr-defined]
-    wrapper.__annotations__ = {**{p.name: p.annotation for p in own},
-                               **{name: annotation for name, (annotation, _) in _OPTIONS.items()}}
+    wrapper.__annotations__ = {
+        **{p.name: p.annotation for p in own},
+        **{name: annotation for name, (annotation, _) in _OPTIONS.items()},
+    }
     del wrapper.__wrapped__  # type: ignore[attr-defined]  # typer must see the new signature, not the original
     return wrapper  # type: ignore[return-value]

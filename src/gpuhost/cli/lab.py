@@ -44,7 +44,7 @@ def up(
     plan = plan_nodes(nodes, base_address=address, boot=boot, cpu=cpu, pve=pve)
     gpu_model = model(gpu_model).name
     plan = [replace(n, gpus=gpus, gpu_model=gpu_model, numa=numa) for n in plan]
-    topology_plan("check", cpu, gpus, model(gpu_model), numa)   # usage errors before anything starts
+    topology_plan("check", cpu, gpus, model(gpu_model), numa)  # usage errors before anything starts
     for d in seed:
         if not d.is_dir():
             raise UsageError(f"--seed {d}: not a directory")
@@ -55,8 +55,9 @@ def up(
     _print_nodes(info.nodes)
     typer.echo(f"inventory: {info.inventory}")
     first = info.nodes[0]["address"]
-    typer.echo(f"ssh: ssh -i {info.state_dir}/client_key -o UserKnownHostsFile={info.state_dir}/known_hosts "
-               f"root@{first}")
+    typer.echo(
+        f"ssh: ssh -i {info.state_dir}/client_key -o UserKnownHostsFile={info.state_dir}/known_hosts root@{first}"
+    )
 
 
 @lab_app.command("down")
@@ -69,15 +70,25 @@ def down(state_dir: Path = StateDir) -> None:
 
 
 @lab_app.command("status")
-def status(state_dir: Path = StateDir,
-           as_json: bool = typer.Option(False, "--json", help="Print one JSON object.")) -> None:
+def status(
+    state_dir: Path = StateDir, as_json: bool = typer.Option(False, "--json", help="Print one JSON object.")
+) -> None:
     """List the lab's nodes."""
     from gpuhost.lab import manager
 
     info = manager.status(state_dir)
     if as_json:
-        typer.echo(json.dumps({"state_dir": str(info.state_dir), "inventory": str(info.inventory),
-                               "supervisor_pid": info.supervisor_pid, "nodes": info.nodes}, sort_keys=True))
+        typer.echo(
+            json.dumps(
+                {
+                    "state_dir": str(info.state_dir),
+                    "inventory": str(info.inventory),
+                    "supervisor_pid": info.supervisor_pid,
+                    "nodes": info.nodes,
+                },
+                sort_keys=True,
+            )
+        )
         return
     if info.supervisor_pid is None:
         typer.echo(f"lab in {state_dir}: supervisor not running (nodes are down); run gpuhost lab down")
@@ -91,5 +102,7 @@ def _print_nodes(nodes: list[dict[str, object]]) -> None:
     typer.echo(f"{'NODE':<10} {'ADDRESS':<16} {'STATE':<10} {'BOOT':<13} {'CPU':<6} {'PVE':<4} CMDLINE")
     for n in nodes:
         state = "rebooting" if n.get("rebooting") else ("running" if n.get("running") else "stopped")
-        typer.echo(f"{n['name']!s:<10} {n['address']!s:<16} {state:<10} {n['boot']!s:<13} {n['cpu']!s:<6} "
-                   f"{n['pve']!s:<4} {n.get('cmdline', '')}")
+        typer.echo(
+            f"{n['name']!s:<10} {n['address']!s:<16} {state:<10} {n['boot']!s:<13} {n['cpu']!s:<6} "
+            f"{n['pve']!s:<4} {n.get('cmdline', '')}"
+        )

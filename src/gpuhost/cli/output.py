@@ -83,8 +83,7 @@ def print_recap(report: RunReport) -> None:
     from rich.table import Table
     from rich.text import Text
 
-    table = Table(title="recap" + (" (check mode: nothing was changed)" if report.check else ""),
-                  title_justify="left")
+    table = Table(title="recap" + (" (check mode: nothing was changed)" if report.check else ""), title_justify="left")
     for col in ("host", "ok", "changed", "failed", "skipped", "note"):
         table.add_column(col)
     for host, s in report.hosts.items():
@@ -97,8 +96,14 @@ def print_recap(report: RunReport) -> None:
             notes.append("rebooted")
         if s.restart_required:
             notes.append("restart required: CT " + ", ".join(map(str, s.restart_required)) + " (--allow-restart)")
-        table.add_row(host, str(s.ok), Text(str(s.changed), style="yellow" if s.changed else ""),
-                      Text(str(s.failed), style="bold red" if s.failed else ""), str(s.skipped), ", ".join(notes))
+        table.add_row(
+            host,
+            str(s.ok),
+            Text(str(s.changed), style="yellow" if s.changed else ""),
+            Text(str(s.failed), style="bold red" if s.failed else ""),
+            str(s.skipped),
+            ", ".join(notes),
+        )
     console.print(table)
     console.print(f"{len(report.results)} tasks in {report.duration:.2f} s")
 

@@ -28,15 +28,18 @@ def parse_extra_vars(pairs: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
         if not sep or not key or not key.isidentifier():
             from gpuhost.errors import ConfigError
 
-            raise ConfigError("expects KEY=VALUE with KEY a variable name", file="-e", line=i,
-                              field=pair.split("=", 1)[0][:40] or None)
+            raise ConfigError(
+                "expects KEY=VALUE with KEY a variable name",
+                file="-e",
+                line=i,
+                field=pair.split("=", 1)[0][:40] or None,
+            )
         out[key] = parse_scalar(value)
         origins[key] = Origin("-e", line_no=i)
     return out, origins
 
 
-def run_with_flags(playbook: Path, inventory: Path, flags: RunFlags,
-                   preset_vars: dict[str, Any] | None = None) -> int:
+def run_with_flags(playbook: Path, inventory: Path, flags: RunFlags, preset_vars: dict[str, Any] | None = None) -> int:
     """Load, run, print; returns the run's exit code. Errors are raised for the one handler in ``main``."""
     from gpuhost.cli.output import LivePrinter, print_json, print_recap
     from gpuhost.inventory.loader import load_inventory
@@ -55,12 +58,18 @@ def run_with_flags(playbook: Path, inventory: Path, flags: RunFlags,
         inv.select(flags.limit)  # unknown names are a usage error before anything runs
     extra, origins = parse_extra_vars(flags.extra_vars)
     preset = preset_vars or {}
-    opts = RunOptions(check=flags.check, limit=flags.limit, tags=frozenset(flags.tags),
-                      skip_tags=frozenset(flags.skip_tags), forks=flags.forks, allow_reboot=flags.allow_reboot,
-                      allow_restart=flags.allow_restart,
-                      extra_vars={**preset, **extra},
-                      extra_origins={**{k: Origin(f"--{k.removeprefix('lxc_')}") for k in preset}, **origins},
-                      on_result=None if flags.as_json else LivePrinter(show_diff=flags.diff, check=flags.check))
+    opts = RunOptions(
+        check=flags.check,
+        limit=flags.limit,
+        tags=frozenset(flags.tags),
+        skip_tags=frozenset(flags.skip_tags),
+        forks=flags.forks,
+        allow_reboot=flags.allow_reboot,
+        allow_restart=flags.allow_restart,
+        extra_vars={**preset, **extra},
+        extra_origins={**{k: Origin(f"--{k.removeprefix('lxc_')}") for k in preset}, **origins},
+        on_result=None if flags.as_json else LivePrinter(show_diff=flags.diff, check=flags.check),
+    )
     report = run_playbook(book, inv, opts)
     if flags.as_json:
         print_json(report.to_json())
@@ -69,14 +78,37 @@ def run_with_flags(playbook: Path, inventory: Path, flags: RunFlags,
     return report.exit_code
 
 
-def execute_playbook(playbook: Path, inventory: Path, *, check: bool, diff: bool, limit: str | None,
-                     tags: list[str], skip_tags: list[str], forks: int, allow_reboot: bool, as_json: bool,
-                     extra_vars: list[str], allow_restart: bool = False,
-                     preset_vars: dict[str, Any] | None = None, verbose: bool = False) -> int:
+def execute_playbook(
+    playbook: Path,
+    inventory: Path,
+    *,
+    check: bool,
+    diff: bool,
+    limit: str | None,
+    tags: list[str],
+    skip_tags: list[str],
+    forks: int,
+    allow_reboot: bool,
+    as_json: bool,
+    extra_vars: list[str],
+    allow_restart: bool = False,
+    preset_vars: dict[str, Any] | None = None,
+    verbose: bool = False,
+) -> int:
     """Keyword form of :func:`run_with_flags`, for callers that do not hold a :class:`RunFlags`."""
-    flags = RunFlags(check=check, diff=diff, limit=limit, tags=tags, skip_tags=skip_tags, forks=forks,
-                     allow_reboot=allow_reboot, allow_restart=allow_restart, as_json=as_json,
-                     extra_vars=extra_vars, verbose=verbose)
+    flags = RunFlags(
+        check=check,
+        diff=diff,
+        limit=limit,
+        tags=tags,
+        skip_tags=skip_tags,
+        forks=forks,
+        allow_reboot=allow_reboot,
+        allow_restart=allow_restart,
+        as_json=as_json,
+        extra_vars=extra_vars,
+        verbose=verbose,
+    )
     return run_with_flags(playbook, inventory, flags, preset_vars)
 
 

@@ -12,8 +12,9 @@ from gpuhost.cli.output import console, error, print_json
 from gpuhost.connection.base import Connection
 from gpuhost.errors import GpuhostError, UsageError
 
-verify_app = typer.Typer(help="Verify a machine: the host, its GPU containers, GPU peer-to-peer paths.",
-                         no_args_is_help=True)
+verify_app = typer.Typer(
+    help="Verify a machine: the host, its GPU containers, GPU peer-to-peer paths.", no_args_is_help=True
+)
 app.add_typer(verify_app, name="verify")
 
 
@@ -38,16 +39,23 @@ def p2p_command(
     host: str | None = typer.Option(None, "--host", help="Node of the inventory to probe (default: this machine)."),
     inventory: Path | None = typer.Option(None, "-i", "--inventory", help="Inventory file (YAML)."),
     ctid: int | None = typer.Option(None, "--ctid", help="Probe inside this LXC on the node (pct push/exec)."),
-    from_file: list[Path] | None = typer.Option(None, "--from-file", help="Judge saved outputs instead of probing "
-                                                "(repeat for captures of one machine, e.g. topo -m and nvbandwidth): "
-                                                "probe JSON, p2pBandwidthLatencyTest, nvbandwidth text, nccl-tests, "
-                                                "nvidia-smi topo -m or -p2p."),
+    from_file: list[Path] | None = typer.Option(
+        None,
+        "--from-file",
+        help="Judge saved outputs instead of probing "
+        "(repeat for captures of one machine, e.g. topo -m and nvbandwidth): "
+        "probe JSON, p2pBandwidthLatencyTest, nvbandwidth text, nccl-tests, "
+        "nvidia-smi topo -m or -p2p.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (schema gpuhost.verify-p2p/2)."),
     heatmap: Path | None = typer.Option(None, "--heatmap", help="Write bandwidth/latency matrices as a PNG."),
     baseline: Path | None = typer.Option(None, "--baseline", help="Flag figures that fell below this earlier run."),
     save_report: Path | None = typer.Option(None, "--save-report", help="Also write the probe's raw JSON here."),
-    expect_p2p: bool = typer.Option(True, "--expect-p2p/--no-expect-p2p",
-                                    help="Fail when P2P is unavailable (default), or only judge the staged path."),
+    expect_p2p: bool = typer.Option(
+        True,
+        "--expect-p2p/--no-expect-p2p",
+        help="Fail when P2P is unavailable (default), or only judge the staged path.",
+    ),
     link: str | None = typer.Option(None, "--link", help="Link of a capture that does not say, e.g. gen5x16."),
     size_mib: int = typer.Option(256, "--size-mib", min=1, help="Bytes per bandwidth copy, MiB."),
     samples: int = typer.Option(5, "--samples", min=1, help="Samples per figure (median reported)."),
@@ -71,8 +79,13 @@ def p2p_command(
         else:
             from gpuhost.p2p.remote import ProbeOptions
 
-            opts = ProbeOptions(size_mib=size_mib, samples=samples, staged=staged, nccl=nccl,
-                                devices=[int(d) for d in devices.split(",")] if devices else None)
+            opts = ProbeOptions(
+                size_mib=size_mib,
+                samples=samples,
+                staged=staged,
+                nccl=nccl,
+                devices=[int(d) for d in devices.split(",")] if devices else None,
+            )
             target = (host or "localhost") + (f" CT {ctid}" if ctid is not None else "")
             with _connection(host, inventory) as conn:
                 outcome = probe_target(conn, target, settings, options=opts, ctid=ctid, save_report=save_report)

@@ -41,10 +41,14 @@ _MISSING = 44
 
 Stdin = bytes | BinaryIO | None
 
-_STAT_SCRIPT = (r'p=$1; [ -f "$p" ] || exit 44; s=$(sha256sum < "$p") || exit 1; '
-                r'printf "%s %s\n" "${s%% *}" "$(stat -L -c %a -- "$p")"')
-_GET_SCRIPT = (r'p=$1; [ -f "$p" ] || exit 44; cat -- "$p" || exit 1; '
-               r's=$(sha256sum < "$p") || exit 1; echo "${s%% *}" >&2')
+_STAT_SCRIPT = (
+    r'p=$1; [ -f "$p" ] || exit 44; s=$(sha256sum < "$p") || exit 1; '
+    r'printf "%s %s\n" "${s%% *}" "$(stat -L -c %a -- "$p")"'
+)
+_GET_SCRIPT = (
+    r'p=$1; [ -f "$p" ] || exit 44; cat -- "$p" || exit 1; '
+    r's=$(sha256sum < "$p") || exit 1; echo "${s%% *}" >&2'
+)
 
 
 @dataclass(frozen=True)
@@ -69,8 +73,7 @@ def to_shell(command: str | Sequence[str]) -> str:
 class Rebootable(Protocol):
     """A connection to a machine gpuhost may reboot: it reboots it, waits, and reconnects."""
 
-    def reboot(self, timeout: float) -> None:
-        ...
+    def reboot(self, timeout: float) -> None: ...
 
 
 class Connection(ABC):
@@ -82,16 +85,24 @@ class Connection(ABC):
     default_timeout: float | None = DEFAULT_TIMEOUT
 
     @abstractmethod
-    def _exec(self, command: str, stdin: Stdin, timeout: float | None,
-              stdout_sink: BinaryIO | None = None) -> CommandResult:
+    def _exec(
+        self, command: str, stdin: Stdin, timeout: float | None, stdout_sink: BinaryIO | None = None
+    ) -> CommandResult:
         """Run ``command`` through a POSIX shell on the target. ``stdin`` is sent in chunks;
         with ``stdout_sink`` the raw stdout goes there (and ``stdout`` of the result is empty).
         A timeout gives exit status 124 with ``timed_out`` set."""
 
     # -- commands ------------------------------------------------------------------------
-    def run(self, command: str | Sequence[str], *, check: bool = True, input: str | bytes | BinaryIO | None = None,
-            timeout: float | None = None, ok_codes: Sequence[int] = (0,),
-            stdout_sink: BinaryIO | None = None) -> CommandResult:
+    def run(
+        self,
+        command: str | Sequence[str],
+        *,
+        check: bool = True,
+        input: str | bytes | BinaryIO | None = None,
+        timeout: float | None = None,
+        ok_codes: Sequence[int] = (0,),
+        stdout_sink: BinaryIO | None = None,
+    ) -> CommandResult:
         """Run a command. With ``check`` a status outside ``ok_codes`` raises :class:`CommandFailed`
         (a timeout: :class:`CommandTimeout`, naming the command and the limit)."""
         cmd = to_shell(command)
@@ -101,8 +112,11 @@ class Connection(ABC):
         if check and result.timed_out:
             raise CommandTimeout(cmd, limit or 0, result.stdout, result.stderr, host=self.name)
         if remote_log.isEnabledFor(logging.DEBUG):
-            remote_log.debug("%s", cmd, extra={"host": self.name, "command": cmd, "exit_code": result.exit_code,
-                                               "duration": result.duration})
+            remote_log.debug(
+                "%s",
+                cmd,
+                extra={"host": self.name, "command": cmd, "exit_code": result.exit_code, "duration": result.duration},
+            )
         if check and result.exit_code not in ok_codes:
             raise CommandFailed(cmd, result.exit_code, result.stdout, result.stderr, host=self.name)
         return result
@@ -110,13 +124,21 @@ class Connection(ABC):
     # -- files ---------------------------------------------------------------------------
     def read_file(self, path: str) -> str | None:
         """The text of ``path``, or ``None`` when it does not exist."""
-        script = f'[ -e {shlex.quote(path)} ] || exit {_MISSING}; cat -- {shlex.quote(path)}'
+        script = f"[ -e {shlex.quote(path)} ] || exit {_MISSING}; cat -- {shlex.quote(path)}"
         result = self.run(script, ok_codes=(0, _MISSING))
         return None if result.exit_code == _MISSING else result.stdout
 
-    def write_file(self, path: str, content: str | bytes, *, mode: int | None = None,
-                   backup: bool = True, backup_dir: str | None = None, keep: int | None = None,
-                   symlinks: SymlinkPolicy = "follow") -> WriteResult:
+    def write_file(
+        self,
+        path: str,
+        content: str | bytes,
+        *,
+        mode: int | None = None,
+        backup: bool = True,
+        backup_dir: str | None = None,
+        keep: int | None = None,
+        symlinks: SymlinkPolicy = "follow",
+    ) -> WriteResult:
         """Replace ``path`` atomically (temp file in the same directory, verified, renamed).
 
         An existing file keeps its owner and mode (unless ``mode`` is given); a new one gets
@@ -129,12 +151,25 @@ class Connection(ABC):
         """
         data = content.encode() if isinstance(content, str) else content
         with open_payload(data) as payload:
-            return self._send(payload, WriteRequest(path, payload.size, payload.sha256, mode, backup, backup_dir,
-                                                    keep, symlinks), timeout=None)
+            return self._send(
+                payload,
+                WriteRequest(path, payload.size, payload.sha256, mode, backup, backup_dir, keep, symlinks),
+                timeout=None,
+            )
 
-    def put_file(self, remote_path: str, data: Source, *, mode: int | None = None, sha256: str | None = None,
-                 backup: bool = False, backup_dir: str | None = None, keep: int | None = None,
-                 symlinks: SymlinkPolicy = "follow", timeout: float | None = None) -> WriteResult:
+    def put_file(
+        self,
+        remote_path: str,
+        data: Source,
+        *,
+        mode: int | None = None,
+        sha256: str | None = None,
+        backup: bool = False,
+        backup_dir: str | None = None,
+        keep: int | None = None,
+        symlinks: SymlinkPolicy = "follow",
+        timeout: float | None = None,
+    ) -> WriteResult:
         """Upload ``data`` (bytes, a local :class:`~pathlib.Path`, or a binary stream) to ``remote_path``,
         streamed, atomic and checksummed: the remote side renames only once the length and SHA-256
         (``sha256`` if given, else computed here) match. A mismatch leaves nothing behind and raises
@@ -147,12 +182,12 @@ class Connection(ABC):
                 if changed:
                     self.run(["chmod", format(mode or 0, "04o"), "--", remote_path])
                 return WriteResult(remote_path, None, payload.sha256, payload.size, sent=False, changed=changed)
-            request = WriteRequest(remote_path, payload.size, payload.sha256, mode, backup, backup_dir, keep,
-                                   symlinks)
+            request = WriteRequest(remote_path, payload.size, payload.sha256, mode, backup, backup_dir, keep, symlinks)
             return self._send(payload, request, timeout)
 
-    def get_file(self, remote_path: str, local_path: str | os.PathLike[str] | None = None, *,
-                 timeout: float | None = None) -> bytes | Path:
+    def get_file(
+        self, remote_path: str, local_path: str | os.PathLike[str] | None = None, *, timeout: float | None = None
+    ) -> bytes | Path:
         """Download ``remote_path``: its bytes, or, with ``local_path``, streamed into that file
         (atomically: a temp file beside it, renamed once the SHA-256 the remote side computed
         matches). Raises :class:`CommandFailed` if it does not exist or the checksum differs."""
@@ -193,9 +228,14 @@ class Connection(ABC):
         lines = result.stderr.strip().splitlines()
         remote = check_sha256(lines[-1]) if lines else ""
         if remote != hashing.hexdigest():
-            raise CommandFailed(cmd, result.exit_code, "", f"checksum mismatch reading {remote_path}: remote "
-                                f"{remote or 'none'}, received {hashing.hexdigest()} (changed while read?)",
-                                host=self.name)
+            raise CommandFailed(
+                cmd,
+                result.exit_code,
+                "",
+                f"checksum mismatch reading {remote_path}: remote "
+                f"{remote or 'none'}, received {hashing.hexdigest()} (changed while read?)",
+                host=self.name,
+            )
 
     # -- lifetime ------------------------------------------------------------------------
     def close(self) -> None:  # noqa: B027 - optional for connections without resources
@@ -230,7 +270,7 @@ def iter_chunks(stdin: Stdin) -> Iterator[bytes]:
     if isinstance(stdin, (bytes, bytearray, memoryview)):
         view = memoryview(stdin)
         for i in range(0, len(view), CHUNK):
-            yield bytes(view[i:i + CHUNK])
+            yield bytes(view[i : i + CHUNK])
         return
     while chunk := stdin.read(CHUNK):
         yield chunk

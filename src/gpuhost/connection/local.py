@@ -20,11 +20,17 @@ class LocalConnection(Connection):
         if default_timeout is not None:
             self.default_timeout = default_timeout
 
-    def _exec(self, command: str, stdin: Stdin, timeout: float | None,
-              stdout_sink: BinaryIO | None = None) -> CommandResult:
+    def _exec(
+        self, command: str, stdin: Stdin, timeout: float | None, stdout_sink: BinaryIO | None = None
+    ) -> CommandResult:
         start = time.monotonic()
-        proc = subprocess.Popen(["/bin/sh", "-c", command], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, start_new_session=True)
+        proc = subprocess.Popen(
+            ["/bin/sh", "-c", command],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+        )
         assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
         out: list[bytes] = []
         err: list[bytes] = []
@@ -32,12 +38,12 @@ class LocalConnection(Connection):
         def feed() -> None:
             try:
                 for chunk in iter_chunks(stdin):
-                    proc.stdin.write(chunk)   # type: ignore[union-attr]
+                    proc.stdin.write(chunk)  # type: ignore[union-attr]
             except (BrokenPipeError, OSError, ValueError):
                 pass
             finally:
                 try:
-                    proc.stdin.close()        # type: ignore[union-attr]
+                    proc.stdin.close()  # type: ignore[union-attr]
                 except OSError:
                     pass
 
@@ -48,9 +54,11 @@ class LocalConnection(Connection):
                 else:
                     into.append(chunk)
 
-        threads = [threading.Thread(target=feed, daemon=True),
-                   threading.Thread(target=drain, args=(proc.stdout, out, stdout_sink), daemon=True),
-                   threading.Thread(target=drain, args=(proc.stderr, err, None), daemon=True)]
+        threads = [
+            threading.Thread(target=feed, daemon=True),
+            threading.Thread(target=drain, args=(proc.stdout, out, stdout_sink), daemon=True),
+            threading.Thread(target=drain, args=(proc.stderr, err, None), daemon=True),
+        ]
         for t in threads:
             t.start()
         timed_out = False
@@ -69,5 +77,6 @@ class LocalConnection(Connection):
         stderr = b"".join(err).decode(errors="replace")
         if timed_out:
             stderr += f"\ntimed out after {timeout:g} s"
-        return CommandResult(command, code, b"".join(out).decode(errors="replace"), stderr,
-                             time.monotonic() - start, timed_out=timed_out)
+        return CommandResult(
+            command, code, b"".join(out).decode(errors="replace"), stderr, time.monotonic() - start, timed_out=timed_out
+        )

@@ -23,8 +23,8 @@ from typing import BinaryIO
 
 from gpuhost.connection.base import Connection, Stdin, WriteResult
 from gpuhost.connection.payload import Source, open_payload
-from gpuhost.core.result import CommandResult
 from gpuhost.connection.write_script import TEMP_NAME_SCRIPT, SymlinkPolicy, WriteRequest
+from gpuhost.core.result import CommandResult
 from gpuhost.errors import CommandFailed
 
 
@@ -37,16 +37,28 @@ class PctConnection(Connection):
         self.name = f"{node.name}/ct{self.ctid}"
         self.default_timeout = node.default_timeout
 
-    def _exec(self, command: str, stdin: Stdin, timeout: float | None,
-              stdout_sink: BinaryIO | None = None) -> CommandResult:
+    def _exec(
+        self, command: str, stdin: Stdin, timeout: float | None, stdout_sink: BinaryIO | None = None
+    ) -> CommandResult:
         wrapped = f"pct exec {self.ctid} -- sh -c {shlex.quote(command)}"
         result = self.node._exec(wrapped, stdin, timeout, stdout_sink)
-        return CommandResult(command, result.exit_code, result.stdout, result.stderr, result.duration,
-                             timed_out=result.timed_out)
+        return CommandResult(
+            command, result.exit_code, result.stdout, result.stderr, result.duration, timed_out=result.timed_out
+        )
 
-    def put_file(self, remote_path: str, data: Source, *, mode: int | None = None, sha256: str | None = None,
-                 backup: bool = False, backup_dir: str | None = None, keep: int | None = None,
-                 symlinks: SymlinkPolicy = "follow", timeout: float | None = None) -> WriteResult:
+    def put_file(
+        self,
+        remote_path: str,
+        data: Source,
+        *,
+        mode: int | None = None,
+        sha256: str | None = None,
+        backup: bool = False,
+        backup_dir: str | None = None,
+        keep: int | None = None,
+        symlinks: SymlinkPolicy = "follow",
+        timeout: float | None = None,
+    ) -> WriteResult:
         with open_payload(data, sha256) as payload:
             current = self.remote_sha256(remote_path)
             if current is not None and current[0] == payload.sha256:
@@ -54,40 +66,47 @@ class PctConnection(Connection):
                 if changed:
                     self.run(["chmod", format(mode or 0, "04o"), "--", remote_path])
                 return WriteResult(remote_path, None, payload.sha256, payload.size, sent=False, changed=changed)
-            request = WriteRequest(remote_path, payload.size, payload.sha256, mode, backup, backup_dir, keep,
-                                   symlinks)
+            request = WriteRequest(remote_path, payload.size, payload.sha256, mode, backup, backup_dir, keep, symlinks)
             staging = self._node_temp_dir()
             ct_temp: str | None = None
             try:
-                self.node.put_file(f"{staging}/data", payload.stream, mode=0o600, sha256=payload.sha256,
-                                   timeout=timeout)
-                ct_temp = self.run(["sh", "-c", TEMP_NAME_SCRIPT, "gpuhost-temp", remote_path, symlinks]
-                                   ).stdout.strip()
-                self.node.run(["pct", "push", str(self.ctid), f"{staging}/data", ct_temp, "--perms", "0600"],
-                              timeout=timeout)
+                self.node.put_file(
+                    f"{staging}/data", payload.stream, mode=0o600, sha256=payload.sha256, timeout=timeout
+                )
+                ct_temp = self.run(["sh", "-c", TEMP_NAME_SCRIPT, "gpuhost-temp", remote_path, symlinks]).stdout.strip()
+                self.node.run(
+                    ["pct", "push", str(self.ctid), f"{staging}/data", ct_temp, "--perms", "0600"], timeout=timeout
+                )
                 result = self.run(f"PUSHED={shlex.quote(ct_temp)} {request.command()}", timeout=timeout)
-                ct_temp = None           # renamed into place (the script removes it itself on failure)
+                ct_temp = None  # renamed into place (the script removes it itself on failure)
                 return WriteResult(remote_path, result.stdout.strip() or None, payload.sha256, payload.size)
             finally:
                 if ct_temp:
                     self.run(["rm", "-f", "--", ct_temp], check=False)
                 self.node.run(["rm", "-rf", "--", staging], check=False)
 
-    def get_file(self, remote_path: str, local_path: str | os.PathLike[str] | None = None, *,
-                 timeout: float | None = None) -> bytes | Path:
+    def get_file(
+        self, remote_path: str, local_path: str | os.PathLike[str] | None = None, *, timeout: float | None = None
+    ) -> bytes | Path:
         current = self.remote_sha256(remote_path)
         if current is None:
-            raise CommandFailed(f"pct pull {self.ctid} {remote_path}", 44, "", f"{remote_path}: no such file",
-                                host=self.name)
+            raise CommandFailed(
+                f"pct pull {self.ctid} {remote_path}", 44, "", f"{remote_path}: no such file", host=self.name
+            )
         staging = self._node_temp_dir()
         try:
             pulled = f"{staging}/data"
             self.node.run(["pct", "pull", str(self.ctid), remote_path, pulled], timeout=timeout)
             on_node = self.node.remote_sha256(pulled)
             if on_node is None or on_node[0] != current[0]:
-                raise CommandFailed(f"pct pull {self.ctid} {remote_path}", 1, "",
-                                    f"checksum mismatch: {remote_path} has {current[0]} in the CT, the copy "
-                                    f"pulled to the node has {on_node[0] if on_node else 'nothing'}", host=self.name)
+                raise CommandFailed(
+                    f"pct pull {self.ctid} {remote_path}",
+                    1,
+                    "",
+                    f"checksum mismatch: {remote_path} has {current[0]} in the CT, the copy "
+                    f"pulled to the node has {on_node[0] if on_node else 'nothing'}",
+                    host=self.name,
+                )
             if local_path is None:
                 return self.node.get_file(pulled, timeout=timeout)
             target = Path(local_path)

@@ -14,11 +14,9 @@ BOOT_ID = "cat /proc/sys/kernel/random/boot_id"
 class _Session(Protocol):
     name: str
 
-    def run(self, command: str, *, check: bool = True, timeout: float | None = None) -> CommandResult:
-        ...
+    def run(self, command: str, *, check: bool = True, timeout: float | None = None) -> CommandResult: ...
 
-    def reconnect(self, timeout: float = 300.0, interval: float = 1.0) -> None:
-        ...
+    def reconnect(self, timeout: float = 300.0, interval: float = 1.0) -> None: ...
 
 
 def reboot_and_wait(conn: _Session, timeout: float) -> None:

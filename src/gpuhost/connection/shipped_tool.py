@@ -42,8 +42,9 @@ _PREPARE_ERRORS = {
 class ToolFailed(CommandFailed):
     """A shipped tool could not be run, failed, or printed something that is not its JSON."""
 
-    def __init__(self, step: str, command: str, exit_code: int, stdout: str = "", stderr: str = "",
-                 host: str | None = None) -> None:
+    def __init__(
+        self, step: str, command: str, exit_code: int, stdout: str = "", stderr: str = "", host: str | None = None
+    ) -> None:
         self.step = step
         super().__init__(command, exit_code, stdout, stderr, host=host)
         where = f"{host}: " if host else ""
@@ -66,9 +67,17 @@ def target_of(conn: Connection, ctid: int | None) -> Connection:
     return conn if ctid is None else PctConnection(conn, ctid)
 
 
-def run_tool(conn: Connection, tool: bytes | Path, args: Sequence[str] = (), *, name: str = "tool.pyz",
-             ctid: int | None = None, timeout: float | None = None, output: Output = "json",
-             ok_codes: Sequence[int] | None = (0,)) -> ToolOutput:
+def run_tool(
+    conn: Connection,
+    tool: bytes | Path,
+    args: Sequence[str] = (),
+    *,
+    name: str = "tool.pyz",
+    ctid: int | None = None,
+    timeout: float | None = None,
+    output: Output = "json",
+    ok_codes: Sequence[int] | None = (0,),
+) -> ToolOutput:
     """Ship ``tool`` to ``conn``'s machine (or container ``ctid`` on it), run it, parse its stdout.
 
     ``ok_codes``: exit statuses whose output is parsed (None: any; the tool reports failure in its JSON)."""
@@ -79,8 +88,10 @@ def run_tool(conn: Connection, tool: bytes | Path, args: Sequence[str] = (), *, 
         if check.exit_code != 0:
             raise _prepare_failed(check, conn.name)
     target = target_of(conn, ctid)
-    prepare = (f"command -v python3 >/dev/null 2>&1 || exit {NO_PYTHON}; "
-               f'mktemp -d "${{TMPDIR:-/tmp}}/gpuhost-tool.XXXXXX" || exit {NO_TEMP_DIR}')
+    prepare = (
+        f"command -v python3 >/dev/null 2>&1 || exit {NO_PYTHON}; "
+        f'mktemp -d "${{TMPDIR:-/tmp}}/gpuhost-tool.XXXXXX" || exit {NO_TEMP_DIR}'
+    )
     made = target.run(prepare, check=False, timeout=60)
     if made.exit_code != 0 or not made.stdout.strip():
         raise _prepare_failed(made, target.name)
@@ -90,21 +101,32 @@ def run_tool(conn: Connection, tool: bytes | Path, args: Sequence[str] = (), *, 
         try:
             target.put_file(path, tool, mode=0o700, timeout=timeout)
         except CommandFailed as exc:
-            raise ToolFailed(f"cannot ship {name}", exc.command, exc.exit_code_of_command, exc.stdout_tail,
-                             exc.stderr_tail, host=target.name) from None
+            raise ToolFailed(
+                f"cannot ship {name}",
+                exc.command,
+                exc.exit_code_of_command,
+                exc.stdout_tail,
+                exc.stderr_tail,
+                host=target.name,
+            ) from None
         command = f"cd {shlex.quote(tmp)} && exec python3 {shlex.quote(path)} {shlex.join(args)}".rstrip()
         result = target.run(command, check=False, timeout=timeout)
     finally:
         try:
             target.run(["rm", "-rf", "--", tmp], check=False, timeout=60)
         except GpuhostError:
-            pass             # the connection is gone; the error that ended the run says so
+            pass  # the connection is gone; the error that ended the run says so
     if result.timed_out:
-        raise ToolFailed(f"{name} timed out after {timeout or target.default_timeout or 0:g} s", command,
-                         result.exit_code, result.stdout, result.stderr, host=target.name)
+        raise ToolFailed(
+            f"{name} timed out after {timeout or target.default_timeout or 0:g} s",
+            command,
+            result.exit_code,
+            result.stdout,
+            result.stderr,
+            host=target.name,
+        )
     if ok_codes is not None and result.exit_code not in ok_codes:
-        raise ToolFailed(f"{name} failed", command, result.exit_code, result.stdout, result.stderr,
-                         host=target.name)
+        raise ToolFailed(f"{name} failed", command, result.exit_code, result.stdout, result.stderr, host=target.name)
     return ToolOutput(_parse(result, output, name, target.name), result)
 
 
@@ -116,8 +138,14 @@ def _parse(result: CommandResult, output: Output, name: str, host: str) -> objec
             return json.loads(result.stdout)
         return [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
     except json.JSONDecodeError as exc:
-        raise ToolFailed(f"{name} printed no valid JSON ({exc.msg} at line {exc.lineno})", result.command,
-                         result.exit_code, result.stdout, result.stderr, host=host) from None
+        raise ToolFailed(
+            f"{name} printed no valid JSON ({exc.msg} at line {exc.lineno})",
+            result.command,
+            result.exit_code,
+            result.stdout,
+            result.stderr,
+            host=host,
+        ) from None
 
 
 def _prepare_failed(result: CommandResult, host: str) -> ToolFailed:

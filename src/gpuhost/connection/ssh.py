@@ -25,8 +25,8 @@ import fabric
 import paramiko
 
 from gpuhost.connection.base import DEFAULT_TIMEOUT, Connection, Stdin, iter_chunks
-from gpuhost.core.result import TIMEOUT_EXIT, CommandResult
 from gpuhost.connection.watchdog import Watchdog
+from gpuhost.core.result import TIMEOUT_EXIT, CommandResult
 from gpuhost.errors import ConnectionFailed, HostKeyMismatch
 
 HostKeyPolicy = Literal["strict", "accept-new"]
@@ -83,9 +83,12 @@ class SSHConnection(Connection):
     def _connect(self) -> None:
         s = self.settings
         known_hosts = Path(s.known_hosts_file).expanduser()
-        connect_kwargs: dict[str, object] = {"look_for_keys": False, "allow_agent": False,
-                                             "banner_timeout": s.connect_timeout,
-                                             "auth_timeout": s.connect_timeout}
+        connect_kwargs: dict[str, object] = {
+            "look_for_keys": False,
+            "allow_agent": False,
+            "banner_timeout": s.connect_timeout,
+            "auth_timeout": s.connect_timeout,
+        }
         if s.key_file:
             connect_kwargs["key_filename"] = str(Path(s.key_file).expanduser())
         if s.password:
@@ -96,8 +99,9 @@ class SSHConnection(Connection):
             raise ConnectionFailed(self.name, f"{s.address}:{s.port}: {exc.strerror or exc}") from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         connect_kwargs["sock"] = sock
-        conn = fabric.Connection(s.address, user=s.user, port=s.port, connect_timeout=s.connect_timeout,
-                                 connect_kwargs=connect_kwargs)
+        conn = fabric.Connection(
+            s.address, user=s.user, port=s.port, connect_timeout=s.connect_timeout, connect_kwargs=connect_kwargs
+        )
         client = conn.client
         client.get_host_keys().clear()
         if known_hosts.exists():
@@ -116,13 +120,16 @@ class SSHConnection(Connection):
                 f"{exc.key.get_name()} {exc.key.fingerprint}, {known_hosts} has {exc.expected_key.fingerprint}. "
                 "This may be an attack, or the host was reinstalled; if you trust the new key, "
                 f"remove the old one (ssh-keygen -f {known_hosts} -R '{_host_key_id(s.address, s.port)}') and "
-                "connect again with host_key_policy: accept-new") from None
+                "connect again with host_key_policy: accept-new",
+            ) from None
         except paramiko.SSHException as exc:
             sock.close()
             text = str(exc)
             if "not found in known_hosts" in text:
-                text = (f"host key of {_host_key_id(s.address, s.port)} is not in {known_hosts}; add it "
-                        "(ssh-keyscan, or the lab's known_hosts file) or set host_key_policy: accept-new")
+                text = (
+                    f"host key of {_host_key_id(s.address, s.port)} is not in {known_hosts}; add it "
+                    "(ssh-keyscan, or the lab's known_hosts file) or set host_key_policy: accept-new"
+                )
             raise ConnectionFailed(self.name, text) from None
         except OSError as exc:
             sock.close()
@@ -162,8 +169,9 @@ class SSHConnection(Connection):
             self._conn = None
 
     # -- commands ------------------------------------------------------------------------
-    def _exec(self, command: str, stdin: Stdin, timeout: float | None,
-              stdout_sink: BinaryIO | None = None) -> CommandResult:
+    def _exec(
+        self, command: str, stdin: Stdin, timeout: float | None, stdout_sink: BinaryIO | None = None
+    ) -> CommandResult:
         start = time.monotonic()
         transport = self._transport()
         s = self.settings
@@ -210,13 +218,22 @@ class SSHConnection(Connection):
             chan.close()
         if watch.dead:
             self._lost_if(watch, transport)
-            raise ConnectionFailed(self.name, f"the host stopped answering (no reply to {s.keepalive_count} "
-                                              f"keepalives {s.keepalive:g} s apart) while running: {command[:200]}")
+            raise ConnectionFailed(
+                self.name,
+                f"the host stopped answering (no reply to {s.keepalive_count} "
+                f"keepalives {s.keepalive:g} s apart) while running: {command[:200]}",
+            )
         stderr = b"".join(err_chunks).decode(errors="replace")
         stdout = b"".join(out_chunks).decode(errors="replace")
         if watch.timed_out:
-            return CommandResult(command, TIMEOUT_EXIT, stdout, stderr + f"\ntimed out after {timeout:g} s",
-                                 time.monotonic() - start, timed_out=True)
+            return CommandResult(
+                command,
+                TIMEOUT_EXIT,
+                stdout,
+                stderr + f"\ntimed out after {timeout:g} s",
+                time.monotonic() - start,
+                timed_out=True,
+            )
         if failure is not None or code == -1:  # the session ended without an exit status (host went down)
             raise ConnectionFailed(self.name, f"connection lost while running a command: {failure or 'no exit status'}")
         return CommandResult(command, code, stdout, stderr, time.monotonic() - start)

@@ -56,7 +56,7 @@ class Watchdog:
                     self._chan.close()
                 return
             if probe is not None:
-                if not probe.is_alive():          # answered
+                if not probe.is_alive():  # answered
                     probe = None
                     self._last = now
                 elif now - probe_sent >= self.interval * self.count:

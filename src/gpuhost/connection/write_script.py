@@ -146,10 +146,20 @@ class WriteRequest:
             raise ValueError("keep must be at least 1 (or None: keep every backup)")
         stamp = stamp or backup_stamp()
         mode_arg = "-" if self.mode is None else format(self.mode, "04o")
-        args = [self.path, mode_arg, "1" if self.backup else "0", stamp, self.backup_dir or "",
-                str(self.size), self.sha256, self.symlinks, str(self.keep or 0)]
-        return (f"SUFFIX={shlex.quote(BACKUP_SUFFIX)} sh -c {shlex.quote(WRITE_SCRIPT)} gpuhost-write "
-                + shlex.join(args))
+        args = [
+            self.path,
+            mode_arg,
+            "1" if self.backup else "0",
+            stamp,
+            self.backup_dir or "",
+            str(self.size),
+            self.sha256,
+            self.symlinks,
+            str(self.keep or 0),
+        ]
+        return f"SUFFIX={shlex.quote(BACKUP_SUFFIX)} sh -c {shlex.quote(WRITE_SCRIPT)} gpuhost-write " + shlex.join(
+            args
+        )
 
 
 def backup_stamp() -> str:

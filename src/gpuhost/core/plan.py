@@ -28,8 +28,11 @@ def nothing(reason: str) -> Plan:
 def unified_diff(path: str, before: str | None, after: str) -> str:
     """A unified diff of a file's text, ``/dev/null`` standing for a missing file."""
     lines = difflib.unified_diff(
-        (before or "").splitlines(keepends=True), after.splitlines(keepends=True),
-        fromfile="/dev/null" if before is None else f"{path} (before)", tofile=f"{path} (after)")
+        (before or "").splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        fromfile="/dev/null" if before is None else f"{path} (before)",
+        tofile=f"{path} (after)",
+    )
     out = []
     for line in lines:
         out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
@@ -39,8 +42,15 @@ def unified_diff(path: str, before: str | None, after: str) -> str:
 SECRET_DIFF = "content changed (secret)\n"
 
 
-def file_plan(path: str, before: str | None, after: str, mode: int | None = None,
-              reason_same: str | None = None, *, secret: bool = False) -> Plan:
+def file_plan(
+    path: str,
+    before: str | None,
+    after: str,
+    mode: int | None = None,
+    reason_same: str | None = None,
+    *,
+    secret: bool = False,
+) -> Plan:
     """The plan that makes ``path`` hold ``after``. A secret file never shows its text in the diff."""
     if before == after:
         return nothing(reason_same or f"{path} already as wanted")

@@ -41,9 +41,11 @@ class BootInfo:
         return "update-grub" if self.loader == "grub" else "proxmox-boot-tool refresh"
 
     def describe(self) -> str:
-        names = {"grub": "GRUB (not managed by proxmox-boot-tool)",
-                 "grub-pbt": "GRUB on ESPs managed by proxmox-boot-tool",
-                 "systemd-boot": "systemd-boot (proxmox-boot-tool)"}
+        names = {
+            "grub": "GRUB (not managed by proxmox-boot-tool)",
+            "grub-pbt": "GRUB on ESPs managed by proxmox-boot-tool",
+            "systemd-boot": "systemd-boot (proxmox-boot-tool)",
+        }
         return f"{names[self.loader]}, {'UEFI' if self.efi else 'legacy BIOS'}"
 
 
@@ -76,7 +78,9 @@ def parse_boot_tool_status(text: str, exit_code: int, efi: bool) -> BootInfo:
         raise BootDetectionError("proxmox-boot-tool status listed no configured ESP:\n" + text.strip()[-300:])
     if uefi:
         if not efi:
-            raise BootDetectionError("proxmox-boot-tool says an ESP is configured for systemd-boot (uefi), "
-                                     "but /sys/firmware/efi is missing: the host booted in legacy mode")
+            raise BootDetectionError(
+                "proxmox-boot-tool says an ESP is configured for systemd-boot (uefi), "
+                "but /sys/firmware/efi is missing: the host booted in legacy mode"
+            )
         return BootInfo(loader="systemd-boot", efi=True, booted_with=booted, esps=tuple(esps))
     return BootInfo(loader="grub-pbt", efi=efi, booted_with=booted, esps=tuple(esps))

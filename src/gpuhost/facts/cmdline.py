@@ -84,6 +84,7 @@ def missing_tokens(have: Iterable[str], wanted: Iterable[str]) -> list[str]:
 
 # -- /etc/kernel/cmdline (systemd-boot): exactly one line ------------------------------
 
+
 def parse_kernel_cmdline_file(text: str) -> list[str]:
     lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
     return " ".join(lines).split()
@@ -103,9 +104,9 @@ class GrubAssignment:
     var: str
     line_index: int
     lead: str
-    quote: str          # '"', "'" or '' (unquoted)
+    quote: str  # '"', "'" or '' (unquoted)
     value: str
-    trailer: str        # whatever followed the value on the line (a comment)
+    trailer: str  # whatever followed the value on the line (a comment)
 
     @property
     def tokens(self) -> list[str]:
@@ -126,7 +127,7 @@ def _split_value(rest: str) -> tuple[str, str, str] | None:
                 i += 2
                 continue
             if rest[i] == q:
-                return q, rest[1:i], rest[i + 1:]
+                return q, rest[1:i], rest[i + 1 :]
             i += 1
         return None  # unterminated (continues on the next line): not ours to touch
     m = re.match(r"^(\S*)(.*)$", rest)
@@ -171,5 +172,7 @@ def edit_grub_default(text: str, present: Sequence[str], absent: Sequence[str] =
 
 def render_grub_dropin(tokens: Sequence[str]) -> str:
     """A drop-in for ``/etc/default/grub.d/`` that appends to whatever the main file set."""
-    return ("# Managed by gpuhost: kernel command line tokens for GPU hosts.\n"
-            f'GRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT {" ".join(tokens)}"\n')
+    return (
+        "# Managed by gpuhost: kernel command line tokens for GPU hosts.\n"
+        f'GRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT {" ".join(tokens)}"\n'
+    )

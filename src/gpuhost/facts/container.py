@@ -44,13 +44,17 @@ def parse_container_facts(result: CommandResult) -> ContainerFacts:
     smi = s.get("smi")
     cu = s.get("cuinit")
     return ContainerFacts(
-        nvidia_smi_exit=smi.status if smi else 127, nvidia_smi_output=smi.output if smi else "",
+        nvidia_smi_exit=smi.status if smi else 127,
+        nvidia_smi_output=smi.output if smi else "",
         userspace_version=versions[0] if versions else None,
         uvm_present=bool(s.get("uvm") and s["uvm"].ok),
         memlock=s["memlock"].output.strip() if "memlock" in s else "",
         has_python=bool(s.get("python") and s["python"].ok),
-        cuinit_exit=cu.status if cu else 127, cuinit_output=cu.output if cu else "")
+        cuinit_exit=cu.status if cu else 127,
+        cuinit_output=cu.output if cu else "",
+    )
 
 
-container_facts: Fact[ContainerFacts] = Fact("container facts", lambda: sections_command(container_probes()),
-                                             parse_container_facts)
+container_facts: Fact[ContainerFacts] = Fact(
+    "container facts", lambda: sections_command(container_probes()), parse_container_facts
+)

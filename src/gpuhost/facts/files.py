@@ -28,8 +28,7 @@ def _content(result: CommandResult, path: str) -> str | None:
 content: Fact[str | None] = Fact("file content", _content_cmd, _content)
 """The file's text, ``None`` when it does not exist."""
 
-exists: Fact[bool] = Fact("file exists", lambda path: f"test -e {shlex.quote(path)}",
-                          lambda r, _path: r.exit_code == 0)
+exists: Fact[bool] = Fact("file exists", lambda path: f"test -e {shlex.quote(path)}", lambda r, _path: r.exit_code == 0)
 
 
 def _mode(result: CommandResult, _path: str) -> int | None:

@@ -11,13 +11,14 @@ NVIDIA_VENDOR = "10de"
 _LSPCI_NN = re.compile(
     r"^(?P<bdf>(?:[0-9a-fA-F]{4}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+"
     r"(?P<cls_name>.*?)\s+\[(?P<cls>[0-9a-fA-F]{4})\]:\s+(?P<name>.*?)\s+"
-    r"\[(?P<vendor>[0-9a-fA-F]{4}):(?P<device>[0-9a-fA-F]{4})\](?:\s+\(rev (?P<rev>[0-9a-fA-F]+)\))?\s*$")
+    r"\[(?P<vendor>[0-9a-fA-F]{4}):(?P<device>[0-9a-fA-F]{4})\](?:\s+\(rev (?P<rev>[0-9a-fA-F]+)\))?\s*$"
+)
 
 
 @dataclass(frozen=True)
 class PciDevice:
-    bdf: str            # always with the domain: 0000:41:00.0
-    class_code: str     # '0300' (VGA) or '0302' (3D controller)
+    bdf: str  # always with the domain: 0000:41:00.0
+    class_code: str  # '0300' (VGA) or '0302' (3D controller)
     class_name: str
     name: str
     vendor: str
@@ -39,15 +40,23 @@ def parse_lspci_nn(text: str) -> list[PciDevice]:
     for line in text.splitlines():
         m = _LSPCI_NN.match(line)
         if m:
-            devices.append(PciDevice(full_bdf(m.group("bdf").lower()), m.group("cls").lower(),
-                                     m.group("cls_name"), m.group("name"), m.group("vendor").lower(),
-                                     m.group("device").lower()))
+            devices.append(
+                PciDevice(
+                    full_bdf(m.group("bdf").lower()),
+                    m.group("cls").lower(),
+                    m.group("cls_name"),
+                    m.group("name"),
+                    m.group("vendor").lower(),
+                    m.group("device").lower(),
+                )
+            )
             continue
         k = re.match(r"^\s+Kernel driver in use:\s*(\S+)", line)
         if k and devices:
             last = devices[-1]
-            devices[-1] = PciDevice(last.bdf, last.class_code, last.class_name, last.name, last.vendor,
-                                    last.device, k.group(1))
+            devices[-1] = PciDevice(
+                last.bdf, last.class_code, last.class_name, last.name, last.vendor, last.device, k.group(1)
+            )
     return devices
 
 
@@ -71,8 +80,11 @@ class NvidiaKernelModule:
 
 def parse_nvidia_version(text: str) -> NvidiaKernelModule | None:
     """``/proc/driver/nvidia/version`` → the loaded kernel module's version and flavour."""
-    m = re.search(r"NVRM version:\s+NVIDIA UNIX (?P<open>Open )?(?:Kernel Module|x86_64 Kernel Module|"
-                  r"\S+ Kernel Module)?.*?\s(?P<ver>\d+\.\d+(?:\.\d+)?)\s", text)
+    m = re.search(
+        r"NVRM version:\s+NVIDIA UNIX (?P<open>Open )?(?:Kernel Module|x86_64 Kernel Module|"
+        r"\S+ Kernel Module)?.*?\s(?P<ver>\d+\.\d+(?:\.\d+)?)\s",
+        text,
+    )
     if not m:
         return None
     return NvidiaKernelModule(m.group("ver"), m.group("open") is not None)
@@ -128,32 +140,36 @@ class IommuState:
     so neither proves it; None means the log does not say.
     """
 
-    default_domain: str | None       # 'Passthrough', 'Translated', 'Translated (lazy)' …
-    enabled: bool | None             # proven active (True), proven off (False), not shown (None)
+    default_domain: str | None  # 'Passthrough', 'Translated', 'Translated (lazy)' …
+    enabled: bool | None  # proven active (True), proven off (False), not shown (None)
     unknown_options: tuple[str, ...]  # e.g. ('on',) for amd_iommu=on
-    vendor: str | None = None        # 'intel' (DMAR) | 'amd' (AMD-Vi) | None
-    units: int = 0                   # DRHD units (Intel) or IOMMUs found (AMD)
-    irq_remapping: bool = False      # DMAR-IR: Enabled IRQ remapping / AMD-Vi: Interrupt remapping enabled
-    groups: int = 0                  # distinct IOMMU groups devices were added to
+    vendor: str | None = None  # 'intel' (DMAR) | 'amd' (AMD-Vi) | None
+    units: int = 0  # DRHD units (Intel) or IOMMUs found (AMD)
+    irq_remapping: bool = False  # DMAR-IR: Enabled IRQ remapping / AMD-Vi: Interrupt remapping enabled
+    groups: int = 0  # distinct IOMMU groups devices were added to
 
 
 _INTEL_ON = re.compile(r"DMAR: Intel\(R\) Virtualization Technology for Directed I/O")
-_AMD_ON = re.compile(r"AMD-Vi: (?:Found IOMMU|IOMMU performance counters supported|Interrupt remapping enabled|"
-                     r"Virtual APIC enabled|Lazy IO/TLB flushing enabled)|perf/amd_iommu: Detected AMD IOMMU")
+_AMD_ON = re.compile(
+    r"AMD-Vi: (?:Found IOMMU|IOMMU performance counters supported|Interrupt remapping enabled|"
+    r"Virtual APIC enabled|Lazy IO/TLB flushing enabled)|perf/amd_iommu: Detected AMD IOMMU"
+)
 
 
 def parse_dmesg_iommu(text: str) -> IommuState:
     domain = None
-    m = None
-    for m in re.finditer(r"iommu: Default domain type: (\w+(?: \(\w+\))?)", text):
-        pass
+    found = list(re.finditer(r"iommu: Default domain type: (\w+(?: \(\w+\))?)", text))
+    m = found[-1] if found else None
     if m is not None:
         domain = m.group(1)
     intel = bool(re.search(r"\bDMAR(?:-IR)?:", text))
     amd = "AMD-Vi" in text or "amd_iommu" in text
     vendor = "amd" if amd else "intel" if intel else None
-    units = len(re.findall(r"DMAR: DRHD base", text)) if vendor == "intel" else len(
-        set(re.findall(r"(\S+): AMD-Vi: Found IOMMU", text)))
+    units = (
+        len(re.findall(r"DMAR: DRHD base", text))
+        if vendor == "intel"
+        else len(set(re.findall(r"(\S+): AMD-Vi: Found IOMMU", text)))
+    )
     groups = len(set(re.findall(r"Adding to iommu group (\d+)", text)))
     irq = bool(re.search(r"DMAR-IR: Enabled IRQ remapping|AMD-Vi: Interrupt remapping enabled", text))
     enabled: bool | None = None

@@ -24,8 +24,10 @@ from gpuhost.facts.hardware import (
 )
 
 # update-grub's own order: the main file, then every drop-in.
-_GRUB_EFFECTIVE = (f". {GRUB_DEFAULT}; for f in {GRUB_DROPIN_DIR}/*.cfg; do [ -e \"$f\" ] && . \"$f\"; done; "
-                   'echo "$GRUB_CMDLINE_LINUX $GRUB_CMDLINE_LINUX_DEFAULT"')
+_GRUB_EFFECTIVE = (
+    f'. {GRUB_DEFAULT}; for f in {GRUB_DROPIN_DIR}/*.cfg; do [ -e "$f" ] && . "$f"; done; '
+    'echo "$GRUB_CMDLINE_LINUX $GRUB_CMDLINE_LINUX_DEFAULT"'
+)
 
 HOST_PROBES = {
     "cpu": "grep -m1 '^vendor_id' /proc/cpuinfo | cut -d: -f2",
@@ -46,28 +48,28 @@ HOST_PROBES = {
     "dev_nvidia": "ls -1d /dev/nvidia* /dev/nvidia-caps/* 2>/dev/null; true",
     "persistenced": "systemctl is-active nvidia-persistenced",
     "dev_numbers": "stat -c '%n %t %T' /dev/nvidia* /dev/nvidia-caps/* /dev/nvidia-caps-imex-channels/* "
-                   "2>/dev/null; true",
+    "2>/dev/null; true",
 }
 
 
 @dataclass(frozen=True)
 class HostFacts:
-    cpu_vendor: str                       # 'amd' | 'intel' | 'unknown'
+    cpu_vendor: str  # 'amd' | 'intel' | 'unknown'
     kernel: str
     pve_version: str | None
     boot: BootInfo
-    grub_effective_tokens: tuple[str, ...] | None   # what update-grub would put on the line
-    kernel_cmdline_tokens: tuple[str, ...] | None   # /etc/kernel/cmdline
-    booted_tokens: tuple[str, ...]                  # /proc/cmdline
+    grub_effective_tokens: tuple[str, ...] | None  # what update-grub would put on the line
+    kernel_cmdline_tokens: tuple[str, ...] | None  # /etc/kernel/cmdline
+    booted_tokens: tuple[str, ...]  # /proc/cmdline
     iommu: IommuState
     iommu_groups: dict[str, int]
     gpus: tuple[PciDevice, ...]
     modules: frozenset[str]
-    nvidia: NvidiaKernelModule | None      # the loaded module
-    nvidia_installed: str | None           # the module on disk for the running kernel
+    nvidia: NvidiaKernelModule | None  # the loaded module
+    nvidia_installed: str | None  # the module on disk for the running kernel
     char_majors: dict[str, int]
     nvidia_devices: tuple[str, ...]
-    persistenced: str = ""                  # systemctl is-active nvidia-persistenced
+    persistenced: str = ""  # systemctl is-active nvidia-persistenced
     device_numbers: dict[str, tuple[int, int]] = field(default_factory=dict)  # node -> (major, minor), by stat
 
     @property
@@ -92,8 +94,9 @@ def host_facts_from(s: Mapping[str, ProbeOutput]) -> HostFacts:
         pve_version=out("pveversion").strip() or None,
         boot=boot,
         grub_effective_tokens=tuple(out("grub_effective").split()) if s["grub_effective"].ok else None,
-        kernel_cmdline_tokens=(tuple(parse_kernel_cmdline_file(out("kernel_cmdline")))
-                               if s["kernel_cmdline"].ok else None),
+        kernel_cmdline_tokens=(
+            tuple(parse_kernel_cmdline_file(out("kernel_cmdline"))) if s["kernel_cmdline"].ok else None
+        ),
         booted_tokens=tuple(out("proc_cmdline").split()),
         iommu=parse_dmesg_iommu(out("dmesg")),
         iommu_groups=parse_iommu_groups(out("iommu_groups")),
@@ -108,7 +111,7 @@ def host_facts_from(s: Mapping[str, ProbeOutput]) -> HostFacts:
     )
 
 
-host_facts: Fact[HostFacts] = Fact("host facts", lambda: sections_command(HOST_PROBES),
-                                   lambda result: host_facts_from(parse_sections(result.stdout)))
+host_facts: Fact[HostFacts] = Fact(
+    "host facts", lambda: sections_command(HOST_PROBES), lambda result: host_facts_from(parse_sections(result.stdout))
+)
 """Everything the host role needs, in one round trip (:data:`HOST_PROBES`)."""
-

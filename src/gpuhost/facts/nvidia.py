@@ -16,7 +16,7 @@ def parse_nvml_library_versions(listing: str) -> list[str]:
     return sorted(found, key=lambda v: [int(p) for p in v.split(".")], reverse=True)
 
 
-USERSPACE_LISTING = (f"for d in {' '.join(_LIB_DIRS)}; do ls -1 $d/libnvidia-ml.so.* 2>/dev/null; done; true")
+USERSPACE_LISTING = f"for d in {' '.join(_LIB_DIRS)}; do ls -1 $d/libnvidia-ml.so.* 2>/dev/null; done; true"
 
 
 @fact("NVIDIA userspace version", USERSPACE_LISTING)
@@ -26,8 +26,11 @@ def userspace_version(result: CommandResult) -> str | None:
     return versions[0] if versions else None
 
 
-@fact("DKMS build prerequisites", 'command -v dkms >/dev/null || echo dkms; '
-      'test -e "/lib/modules/$(uname -r)/build" || echo "headers for $(uname -r)"')
+@fact(
+    "DKMS build prerequisites",
+    "command -v dkms >/dev/null || echo dkms; "
+    'test -e "/lib/modules/$(uname -r)/build" || echo "headers for $(uname -r)"',
+)
 def build_prerequisites(result: CommandResult) -> list[str]:
     """What a ``--dkms`` build still lacks on this host (empty when ready)."""
     return [line for line in result.stdout.splitlines() if line.strip()]

@@ -36,7 +36,8 @@ def _versions_cmd(names: Iterable[str]) -> str:
 
 
 installed_versions: Fact[dict[str, str]] = Fact(
-    "installed package versions", _versions_cmd, lambda r, _names: parse_dpkg_query(r.stdout))
+    "installed package versions", _versions_cmd, lambda r, _names: parse_dpkg_query(r.stdout)
+)
 
 
 @fact("held packages", "apt-mark showhold")

@@ -39,8 +39,9 @@ def parse_pveversion(text: str) -> PveVersion | None:
 def pve_version(result: CommandResult) -> PveVersion:
     version = parse_pveversion(result.stdout)
     if version is None:
-        raise FactError("not a Proxmox VE node (pveversion: "
-                        f"{(result.stdout or result.stderr).strip()[:120] or 'not found'})")
+        raise FactError(
+            f"not a Proxmox VE node (pveversion: {(result.stdout or result.stderr).strip()[:120] or 'not found'})"
+        )
     return version
 
 
@@ -60,7 +61,8 @@ def _ct_config(result: CommandResult, ctid: int) -> pveconf.GuestConfig | None:
 
 
 ct_config: Fact[pveconf.GuestConfig | None] = Fact(
-    "CT config", lambda ctid: files.content.command(ct_config_path(ctid)), _ct_config)
+    "CT config", lambda ctid: files.content.command(ct_config_path(ctid)), _ct_config
+)
 """The container's configuration file as PVE keeps it (raw ``lxc.*`` keys included)."""
 
 
@@ -78,8 +80,7 @@ ct_status: Fact[str | None] = Fact("CT status", lambda ctid: f"pct status {int(c
 
 
 def _templates_cmd(storage: str) -> str:
-    return (f"pvesh get /nodes/$(hostname)/storage/{shlex.quote(storage)}/content --content vztmpl "
-            "--output-format json")
+    return f"pvesh get /nodes/$(hostname)/storage/{shlex.quote(storage)}/content --content vztmpl --output-format json"
 
 
 def _templates(result: CommandResult, storage: str) -> list[str]:

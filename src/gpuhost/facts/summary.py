@@ -56,14 +56,12 @@ def _summary(result: CommandResult) -> dict[str, Any]:
         "cmdline_file": f.boot.cmdline_file,
         "iommu_default_domain": f.iommu.default_domain,
         "iommu_groups": len(set(f.iommu_groups.values())),
-        "gpus": [f"{g.bdf} {g.vendor}:{g.device} {g.name}" + (f" [{g.driver}]" if g.driver else "")
-                 for g in f.gpus],
+        "gpus": [f"{g.bdf} {g.vendor}:{g.device} {g.name}" + (f" [{g.driver}]" if g.driver else "") for g in f.gpus],
         "nvidia_module_loaded": f.nvidia.version if f.nvidia else None,
         "nvidia_module_installed": f.nvidia_installed,
         "nvidia_uvm": "/dev/nvidia-uvm" in f.nvidia_devices,
     }
 
 
-summary: Fact[dict[str, Any]] = Fact("summary", lambda: sections_command({**HOST_PROBES, **_EXTRA_PROBES}),
-                                     _summary)
+summary: Fact[dict[str, Any]] = Fact("summary", lambda: sections_command({**HOST_PROBES, **_EXTRA_PROBES}), _summary)
 """Everything ``gpuhost facts`` prints."""

@@ -11,8 +11,8 @@ from gpuhost.core.result import CommandResult
 
 @dataclass(frozen=True)
 class UnitState:
-    enabled: str   # 'enabled', 'disabled', 'static', 'masked', 'not-found', …
-    active: str    # 'active', 'inactive', 'failed', … or 'unknown' when systemd is not running
+    enabled: str  # 'enabled', 'disabled', 'static', 'masked', 'not-found', …
+    active: str  # 'active', 'inactive', 'failed', … or 'unknown' when systemd is not running
 
 
 def _unit_cmd(unit: str) -> str:

@@ -13,8 +13,7 @@ from gpuhost import yamlfile
 from gpuhost.errors import InventoryError
 from gpuhost.inventory.models import GroupSpec, InventoryFile, NodeSpec
 
-_PATH_FIELDS = {"ssh": ("key_file", "known_hosts_file", "password_file"),
-                "api": ("token_secret_file", "ca_file")}
+_PATH_FIELDS = {"ssh": ("key_file", "known_hosts_file", "password_file"), "api": ("token_secret_file", "ca_file")}
 
 
 @dataclass(frozen=True)
@@ -42,8 +41,7 @@ class Inventory:
             elif part in self.nodes:
                 wanted.add(part)
             else:
-                raise InventoryError(f"'{part}' is neither a node nor a group of this inventory",
-                                     file=str(self.path))
+                raise InventoryError(f"'{part}' is neither a node nor a group of this inventory", file=str(self.path))
         return [n for n in self.nodes if n in wanted]
 
     def vars_for(self, node: str) -> dict[str, Any]:
@@ -55,7 +53,6 @@ class Inventory:
                 merged.update(group.vars)
         merged.update(spec.vars)
         return merged
-
 
     def var_sources(self, node: str) -> list[tuple[dict[str, Any], list[str | int]]]:
         """The node's variable layers, lowest precedence first, each with its path in the document."""
@@ -70,7 +67,7 @@ class Inventory:
 
 def _resolve_paths(raw: dict[str, Any], base: Path) -> None:
     nodes = raw.get("nodes")
-    for node in (nodes.values() if isinstance(nodes, dict) else ()):
+    for node in nodes.values() if isinstance(nodes, dict) else ():
         if not isinstance(node, dict):
             continue
         for section, keys in _PATH_FIELDS.items():
@@ -98,11 +95,16 @@ def load_inventory(path: str | Path) -> Inventory:
     for gname, group in doc.groups.items():
         for i, member in enumerate(group.nodes):
             if member not in doc.nodes:
-                raise InventoryError(f"unknown node '{member}'", file=str(path),
-                                     line=yamlfile.line_of(data, ["groups", gname, "nodes", i]),
-                                     field=f"groups.{gname}.nodes")
-    nodes = {name: spec.model_copy(update={"name": name, "groups": _groups_of(name, doc.groups.items())})
-             for name, spec in doc.nodes.items()}
+                raise InventoryError(
+                    f"unknown node '{member}'",
+                    file=str(path),
+                    line=yamlfile.line_of(data, ["groups", gname, "nodes", i]),
+                    field=f"groups.{gname}.nodes",
+                )
+    nodes = {
+        name: spec.model_copy(update={"name": name, "groups": _groups_of(name, doc.groups.items())})
+        for name, spec in doc.nodes.items()
+    }
     return Inventory(path=path, nodes=nodes, groups=dict(doc.groups), vars=dict(doc.vars), document=data)
 
 

@@ -12,9 +12,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 
-_INLINE_SECRETS = {"password": "password_env or password_file",
-                   "token_secret": "token_secret_env or token_secret_file",
-                   "token": "token_id plus token_secret_env or token_secret_file"}
+_INLINE_SECRETS = {
+    "password": "password_env or password_file",
+    "token_secret": "token_secret_env or token_secret_file",
+    "token": "token_id plus token_secret_env or token_secret_file",
+}
 
 
 class _Model(BaseModel):
@@ -75,13 +77,31 @@ class APIConfig(_Model):
 #: A PVE storage id (``local``, ``local-lvm``, ``tank_ssd``): PVE's ``pve-storage-id`` format.
 StorageId = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9\-_.]*[a-z0-9]$")]
 
-_HOSTNAME = re.compile(r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
-                       r"(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$")
+_HOSTNAME = re.compile(
+    r"^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+    r"(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
+)
 _VOLID = re.compile(r"^[a-z][a-z0-9\-_.]*[a-z0-9]:vztmpl/[A-Za-z0-9][A-Za-z0-9_.+-]*\.tar\.(gz|xz|zst)$")
-_ROOTFS = re.compile(r"^[a-z][a-z0-9\-_.]*[a-z0-9]:(\d+(\.\d+)?|[A-Za-z0-9][A-Za-z0-9_./-]*)"
-                     r"(,[a-z_]+=[A-Za-z0-9_.:/+-]+)*$")
-_NET_KEYS = {"name", "bridge", "hwaddr", "ip", "ip6", "gw", "gw6", "firewall", "tag", "trunks", "mtu", "rate",
-             "type", "link_down"}
+_ROOTFS = re.compile(
+    r"^[a-z][a-z0-9\-_.]*[a-z0-9]:(\d+(\.\d+)?|[A-Za-z0-9][A-Za-z0-9_./-]*)"
+    r"(,[a-z_]+=[A-Za-z0-9_.:/+-]+)*$"
+)
+_NET_KEYS = {
+    "name",
+    "bridge",
+    "hwaddr",
+    "ip",
+    "ip6",
+    "gw",
+    "gw6",
+    "firewall",
+    "tag",
+    "trunks",
+    "mtu",
+    "rate",
+    "type",
+    "link_down",
+}
 _SAFE_VALUE = re.compile(r"^[A-Za-z0-9_.:/;+-]+$")
 
 
@@ -90,8 +110,11 @@ class ContainerSpec(_Model):
 
     hostname: str | None = Field(None, description="DNS name of the container (RFC 1123); default gpuCTID")
     gpus: Literal["all"] | list[int] = Field("all", description="the node's GPU indices to pass through, or all")
-    template: str | None = Field(None, description="volid of the OS template (STORAGE:vztmpl/FILE.tar.zst); "
-                                                   "default: the newest Debian 12 template on lxc_storage")
+    template: str | None = Field(
+        None,
+        description="volid of the OS template (STORAGE:vztmpl/FILE.tar.zst); "
+        "default: the newest Debian 12 template on lxc_storage",
+    )
     cores: int = Field(8, ge=1, le=8192)
     memory: int = Field(65536, ge=64, description="MiB")
     swap: int = Field(0, ge=0, description="MiB")
@@ -130,8 +153,9 @@ class ContainerSpec(_Model):
         for part in v.split(","):
             key, sep, value = part.partition("=")
             if not sep or key not in _NET_KEYS or not _SAFE_VALUE.match(value):
-                raise ValueError(f"'{part}' is not a net0 property (key=value with keys "
-                                 f"{', '.join(sorted(_NET_KEYS))})")
+                raise ValueError(
+                    f"'{part}' is not a net0 property (key=value with keys {', '.join(sorted(_NET_KEYS))})"
+                )
         return v
 
     @field_validator("features")

@@ -8,10 +8,22 @@ from __future__ import annotations
 import re
 
 VENDORS = {
-    "amd": {"vendor_id": "AuthenticAMD", "cpu family": "25", "model": "17",
-            "model name": "AMD EPYC 9554 64-Core Processor", "virt": "svm", "other": "vmx"},
-    "intel": {"vendor_id": "GenuineIntel", "cpu family": "6", "model": "207",
-              "model name": "INTEL(R) XEON(R) PLATINUM 8592+", "virt": "vmx", "other": "svm"},
+    "amd": {
+        "vendor_id": "AuthenticAMD",
+        "cpu family": "25",
+        "model": "17",
+        "model name": "AMD EPYC 9554 64-Core Processor",
+        "virt": "svm",
+        "other": "vmx",
+    },
+    "intel": {
+        "vendor_id": "GenuineIntel",
+        "cpu family": "6",
+        "model": "207",
+        "model name": "INTEL(R) XEON(R) PLATINUM 8592+",
+        "virt": "vmx",
+        "other": "svm",
+    },
 }
 
 

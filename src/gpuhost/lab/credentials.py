@@ -16,7 +16,6 @@ from cryptography.hazmat.primitives.asymmetric import ec, ed25519
 from cryptography.x509.oid import NameOID
 
 
-
 @dataclass(frozen=True)
 class NodeTls:
     cert_pem: bytes
@@ -32,35 +31,49 @@ class CertificateAuthority:
         """A server certificate for the node's API on ``address:8006``."""
         key = ec.generate_private_key(ec.SECP256R1())
         ca_cert = x509.load_pem_x509_certificate(self.cert_pem)
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         cert = (
             x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, "PVE Cluster Node"),
-                                     x509.NameAttribute(NameOID.ORGANIZATION_NAME, "Proxmox Virtual Environment"),
-                                     x509.NameAttribute(NameOID.COMMON_NAME, f"{node}.lab")]))
+            .subject_name(
+                x509.Name(
+                    [
+                        x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, "PVE Cluster Node"),
+                        x509.NameAttribute(NameOID.ORGANIZATION_NAME, "Proxmox Virtual Environment"),
+                        x509.NameAttribute(NameOID.COMMON_NAME, f"{node}.lab"),
+                    ]
+                )
+            )
             .issuer_name(ca_cert.subject)
             .public_key(key.public_key())
             .serial_number(x509.random_serial_number())
             .not_valid_before(now - datetime.timedelta(minutes=5))
             .not_valid_after(now + datetime.timedelta(days=30))
-            .add_extension(x509.SubjectAlternativeName([
-                x509.DNSName(node), x509.DNSName("localhost"),
-                x509.IPAddress(ipaddress.ip_address(address))]), critical=False)
+            .add_extension(
+                x509.SubjectAlternativeName(
+                    [x509.DNSName(node), x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address(address))]
+                ),
+                critical=False,
+            )
             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
             .sign(self.key, hashes.SHA256())
         )
-        return NodeTls(cert_pem=cert.public_bytes(serialization.Encoding.PEM),
-                       key_pem=key.private_bytes(serialization.Encoding.PEM,
-                                                 serialization.PrivateFormat.TraditionalOpenSSL,
-                                                 serialization.NoEncryption()))
+        return NodeTls(
+            cert_pem=cert.public_bytes(serialization.Encoding.PEM),
+            key_pem=key.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
+            ),
+        )
 
 
 def new_ca() -> CertificateAuthority:
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"gpuhost lab CA {uuid.uuid4()}")])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (
-        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - datetime.timedelta(minutes=5))
         .not_valid_after(now + datetime.timedelta(days=30))
@@ -74,8 +87,9 @@ def ssh_keygen(path: Path, comment: str) -> None:
     """An ed25519 key pair at ``path`` (OpenSSH private key, 0600) and ``path.pub``, like
     ``ssh-keygen -t ed25519 -N ''`` writes them, without a process per key."""
     key = ed25519.Ed25519PrivateKey.generate()
-    private = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH,
-                                serialization.NoEncryption())
+    private = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+    )
     public = key.public_key().public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH)
     write_secret(path, private)
     path.with_name(path.name + ".pub").write_bytes(public + f" {comment}\n".encode())

@@ -19,12 +19,27 @@ def _node(layout: LabLayout, spec: LabSpec, node: LabNode) -> NodeSpec:
     guests = containers(node)
     return NodeSpec(
         address=node.address,
-        ssh=SSHConfig(user="root", port=22, key_file=layout.client_key.name,
-                      known_hosts_file=layout.known_hosts.name, host_key_policy="strict"),
-        api=APIConfig(url=f"https://{node.address}:8006", token_id=spec.token_id,
-                      token_secret_file=layout.token_file(node.name).name, ca_file=layout.ca_cert.name),
-        vars={"lab": True, "lab_boot": node.boot, "lab_cpu": node.cpu, "lab_pve": node.pve, "lab_gpus": node.gpus,
-              **node_vars(node)},
+        ssh=SSHConfig(
+            user="root",
+            port=22,
+            key_file=layout.client_key.name,
+            known_hosts_file=layout.known_hosts.name,
+            host_key_policy="strict",
+        ),
+        api=APIConfig(
+            url=f"https://{node.address}:8006",
+            token_id=spec.token_id,
+            token_secret_file=layout.token_file(node.name).name,
+            ca_file=layout.ca_cert.name,
+        ),
+        vars={
+            "lab": True,
+            "lab_boot": node.boot,
+            "lab_cpu": node.cpu,
+            "lab_pve": node.pve,
+            "lab_gpus": node.gpus,
+            **node_vars(node),
+        },
         **({"containers": guests} if guests else {}),
     )
 
@@ -44,7 +59,7 @@ def render_inventory(layout: LabLayout, spec: LabSpec) -> str:
     yaml = YAML(typ="safe", pure=True)
     yaml.default_flow_style = False
     yaml.width = 4096
-    yaml.representer.sort_base_mapping_type_on_output = False   # the models' field order, as gpuhost documents it
+    yaml.representer.sort_base_mapping_type_on_output = False  # the models' field order, as gpuhost documents it
     out = io.StringIO()
     yaml.dump(doc, out)
     return HEADER + out.getvalue()

@@ -12,6 +12,7 @@ def source_checkout() -> Path | None:
     """The source checkout gpuhost runs from (src layout), which nodes must not see; None when
     gpuhost is installed as a package."""
     import gpuhost
+
     package = Path(gpuhost.__file__).resolve().parent
     return package.parents[1] if package.parent.name == "src" else None
 

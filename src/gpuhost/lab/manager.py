@@ -46,8 +46,10 @@ def state_path(state_dir: Path) -> Path:
 
 def require_root() -> None:
     if os.geteuid() != 0:
-        raise LabError("gpuhost lab needs root: it creates mount, UTS and PID namespaces and runs sshd "
-                       "for every node (run it with sudo, or as root in CI)")
+        raise LabError(
+            "gpuhost lab needs root: it creates mount, UTS and PID namespaces and runs sshd "
+            "for every node (run it with sudo, or as root in CI)"
+        )
 
 
 def _require_tools() -> None:
@@ -57,8 +59,13 @@ def _require_tools() -> None:
         raise LabError(f"the lab needs {', '.join(missing)}{hint}")
 
 
-def up(nodes: list[NodeSpec], state_dir: Path, seed_dirs: list[Path] | None = None,
-       hooks: list[SeedHook] | None = None, tie_to_caller: bool = False) -> LabInfo:
+def up(
+    nodes: list[NodeSpec],
+    state_dir: Path,
+    seed_dirs: list[Path] | None = None,
+    hooks: list[SeedHook] | None = None,
+    tie_to_caller: bool = False,
+) -> LabInfo:
     """Create the lab's state, seed its nodes, and start the supervisor that boots them.
 
     ``tie_to_caller``: the supervisor dies with the calling process (for test fixtures)."""
@@ -98,8 +105,10 @@ def status(state_dir: Path) -> LabInfo:
     pid = _supervisor_pid(layout)
     if pid is None:
         spec = LabSpec.from_file(layout.spec_file)
-        nodes = [{"name": n.name, "address": n.address, "boot": n.boot, "cpu": n.cpu, "pve": n.pve,
-                  "running": False} for n in spec.nodes]
+        nodes = [
+            {"name": n.name, "address": n.address, "boot": n.boot, "cpu": n.cpu, "pve": n.pve, "running": False}
+            for n in spec.nodes
+        ]
         return LabInfo(state_dir, layout.inventory_file, nodes, None)
     data = control.request_json(layout.control_socket, "status")
     return LabInfo(state_dir, layout.inventory_file, data["nodes"], pid)
@@ -111,23 +120,28 @@ def reboot_node(state_dir: Path, name: str) -> None:
 
 # ---- internals ------------------------------------------------------------------------------
 
+
 def _claim_state_dir(layout: LabLayout) -> Ownership:
     if layout.spec_file.exists() or layout.marker_file.exists():
         if _supervisor_pid(layout) is not None:
-            raise LabError(f"a lab is already running in {layout.root} (stop it with: gpuhost lab down"
-                           f"{'' if layout.root == Path('/run/gpuhost-lab') else f' --state-dir {layout.root}'})")
+            raise LabError(
+                f"a lab is already running in {layout.root} (stop it with: gpuhost lab down"
+                f"{'' if layout.root == Path('/run/gpuhost-lab') else f' --state-dir {layout.root}'})"
+            )
         old = read_marker(layout)
         if old is None:
-            raise UsageError(f"state directory {layout.root} holds {layout.spec_file.name} but no gpuhost lab "
-                             "marker: it was not made by 'gpuhost lab up'; not touching it")
-        _stop_and_remove(layout, old)     # leftovers of a lab whose supervisor died
+            raise UsageError(
+                f"state directory {layout.root} holds {layout.spec_file.name} but no gpuhost lab "
+                "marker: it was not made by 'gpuhost lab up'; not touching it"
+            )
+        _stop_and_remove(layout, old)  # leftovers of a lab whose supervisor died
     return claim(layout)
 
 
 def _check_addresses(nodes: list[NodeSpec]) -> None:
     """Loopback only, unique, and nobody answering there yet (a leftover sshd would take our logins)."""
     for node in nodes:
-        require_loopback(node.address)   # never listen anywhere a real machine could be reached
+        require_loopback(node.address)  # never listen anywhere a real machine could be reached
     names = [n.name for n in nodes]
     addresses = [n.address for n in nodes]
     if len(set(names)) != len(names) or len(set(addresses)) != len(addresses):
@@ -135,8 +149,10 @@ def _check_addresses(nodes: list[NodeSpec]) -> None:
     for node in nodes:
         for port in (22, API_PORT):
             if _answers(node.address, port):
-                raise UsageError(f"{node.address}:{port} is already in use (another lab, or a leftover sshd?); "
-                                 f"{node.name} needs it: stop that first or choose another --address")
+                raise UsageError(
+                    f"{node.address}:{port} is already in use (another lab, or a leftover sshd?); "
+                    f"{node.name} needs it: stop that first or choose another --address"
+                )
 
 
 def _answers(address: str, port: int) -> bool:
@@ -151,7 +167,8 @@ def _write_lab(layout: LabLayout, spec: LabSpec, seed_dirs: list[Path], hooks: l
     layout.boot_script.write_text(BOOT_SCRIPT)
     install_node_library(layout.node_library)
     from gpuhost.lab.gpu.seed import GpuAssets
-    hooks = [GpuAssets(layout, spec).hook, *hooks]    # hardware, NVIDIA installers, apt repository
+
+    hooks = [GpuAssets(layout, spec).hook, *hooks]  # hardware, NVIDIA installers, apt repository
     ssh_keygen(layout.client_key, "gpuhost-lab-client")
     ca = new_ca()
     layout.ca_cert.write_bytes(ca.cert_pem)
@@ -169,9 +186,14 @@ def _write_lab(layout: LabLayout, spec: LabSpec, seed_dirs: list[Path], hooks: l
         write_secret(layout.token_file(node.name), token_secret + "\n")
         secrets = NodeSecrets(
             client_public_key=layout.client_key.with_suffix(".pub").read_text(),
-            host_key_private=host_key.read_bytes(), host_key_public=public,
-            tls=ca.issue(node.name, node.address), ca_pem=ca.cert_pem, token_id=spec.token_id,
-            token_secret=token_secret, root_password_hash=password_hash)
+            host_key_private=host_key.read_bytes(),
+            host_key_public=public,
+            tls=ca.issue(node.name, node.address),
+            ca_pem=ca.cert_pem,
+            token_id=spec.token_id,
+            token_secret=token_secret,
+            root_password_hash=password_hash,
+        )
         seed_node(layout.node(node.name), node, secrets, seed_dirs, hooks)
     layout.known_hosts.write_text("".join(known_hosts))
     layout.spec_file.write_text(spec.to_json())
@@ -179,8 +201,9 @@ def _write_lab(layout: LabLayout, spec: LabSpec, seed_dirs: list[Path], hooks: l
 
 
 def _hash_password(password: str) -> str:
-    result = subprocess.run(["openssl", "passwd", "-6", "-stdin"], input=password + "\n",
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        ["openssl", "passwd", "-6", "-stdin"], input=password + "\n", capture_output=True, text=True
+    )
     if result.returncode != 0:
         raise LabError(f"openssl passwd failed (exit {result.returncode}): {result.stderr.strip()}")
     return result.stdout.strip()
@@ -192,9 +215,15 @@ def _start_supervisor(layout: LabLayout, tie_to_caller: bool) -> None:
     if tie_to_caller:
         from gpuhost.lab.nodeproc import _die_with_parent as preexec  # noqa: N813
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "gpuhost.lab.supervisor", str(layout.root)],
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=log,
-                                start_new_session=not tie_to_caller, close_fds=True, preexec_fn=preexec)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gpuhost.lab.supervisor", str(layout.root)],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            start_new_session=not tie_to_caller,
+            close_fds=True,
+            preexec_fn=preexec,
+        )
     finally:
         log.close()
     assert proc.stdout is not None
@@ -230,7 +259,7 @@ def _stop_and_remove(layout: LabLayout, owner: Ownership) -> None:
             _reap(pid)
             time.sleep(0.02)
         if Path(f"/proc/{pid}").exists():
-            os.kill(pid, signal.SIGKILL)   # its nodes die with it (PR_SET_PDEATHSIG)
+            os.kill(pid, signal.SIGKILL)  # its nodes die with it (PR_SET_PDEATHSIG)
             time.sleep(0.1)
             _reap(pid)
     _wait_unmounted(layout.root)

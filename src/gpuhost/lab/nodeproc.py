@@ -51,20 +51,40 @@ class NodeProcess:
         node.cmdline_file.parent.mkdir(parents=True, exist_ok=True)
         node.cmdline_file.write_text(self.cmdline + "\n")
         (node.cmdline_file.parent / "cpuinfo").write_text(rebadge(Path("/proc/cpuinfo").read_text(), self.spec.cpu))
-        (node.cmdline_file.parent / "boot_id").write_text(f"{uuid.uuid4()}\n")   # a new boot, a new boot_id
+        (node.cmdline_file.parent / "boot_id").write_text(f"{uuid.uuid4()}\n")  # a new boot, a new boot_id
         kernel = kernel_for(self.spec.pve)
-        version = (f"Linux version {kernel} (build@proxmox) (gcc (Debian 12.2.0-14) 12.2.0, GNU ld (GNU Binutils for "
-                   f"Debian) 2.40) #1 SMP PREEMPT_DYNAMIC PMX {kernel.removesuffix('-pve')} (2024-11-06T15:04Z)")
+        version = (
+            f"Linux version {kernel} (build@proxmox) (gcc (Debian 12.2.0-14) 12.2.0, GNU ld (GNU Binutils for "
+            f"Debian) 2.40) #1 SMP PREEMPT_DYNAMIC PMX {kernel.removesuffix('-pve')} (2024-11-06T15:04Z)"
+        )
         (node.cmdline_file.parent / "version").write_text(version + "\n")
         (node.cmdline_file.parent / "dmesg").write_text(kernel_log.render(kernel, version, self.cmdline, self.spec.cpu))
         console = open(node.console_log, "ab")
         try:
             self.proc = subprocess.Popen(
-                ["unshare", "-m", "-u", "-p", "--fork", "--kill-child=SIGKILL", "--propagation", "private",
-                 "/bin/sh", str(self.lab.boot_script), self.spec.name, str(node.dir), str(self.lab.root),
-                 self.spec.boot, str(source_checkout() or "")],
-                stdin=subprocess.DEVNULL, stdout=console, stderr=console, close_fds=True,
-                preexec_fn=_die_with_parent)
+                [
+                    "unshare",
+                    "-m",
+                    "-u",
+                    "-p",
+                    "--fork",
+                    "--kill-child=SIGKILL",
+                    "--propagation",
+                    "private",
+                    "/bin/sh",
+                    str(self.lab.boot_script),
+                    self.spec.name,
+                    str(node.dir),
+                    str(self.lab.root),
+                    self.spec.boot,
+                    str(source_checkout() or ""),
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=console,
+                stderr=console,
+                close_fds=True,
+                preexec_fn=_die_with_parent,
+            )
         finally:
             console.close()
         self.boots += 1

@@ -30,8 +30,18 @@ class Ownership:
     entries: list[str] = field(default_factory=list)
 
     def to_json(self) -> str:
-        return json.dumps({"schema": MARKER_SCHEMA, "lab_id": self.lab_id, "created_dir": self.created_dir,
-                           "entries": sorted(set(self.entries))}, indent=1) + "\n"
+        return (
+            json.dumps(
+                {
+                    "schema": MARKER_SCHEMA,
+                    "lab_id": self.lab_id,
+                    "created_dir": self.created_dir,
+                    "entries": sorted(set(self.entries)),
+                },
+                indent=1,
+            )
+            + "\n"
+        )
 
 
 def read_marker(layout: LabLayout) -> Ownership | None:
@@ -70,11 +80,13 @@ def claim(layout: LabLayout) -> Ownership:
             raise UsageError(f"state directory {root} is not empty and holds no lab")
         st = root.stat()
         if st.st_uid != os.geteuid() or st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-            raise UsageError(f"state directory {root} must belong to root and be writable by root only "
-                             f"(it is mode {stat.S_IMODE(st.st_mode):04o}, owner uid {st.st_uid}); gpuhost does "
-                             "not change the mode of a directory it did not create: use a new path")
+            raise UsageError(
+                f"state directory {root} must belong to root and be writable by root only "
+                f"(it is mode {stat.S_IMODE(st.st_mode):04o}, owner uid {st.st_uid}); gpuhost does "
+                "not change the mode of a directory it did not create: use a new path"
+            )
     else:
-        os.chmod(root, 0o700)            # ours: make sure of it whatever the umask
+        os.chmod(root, 0o700)  # ours: make sure of it whatever the umask
     owner = Ownership(uuid.uuid4().hex, created)
     record(layout, owner)
     return owner
@@ -92,8 +104,10 @@ def record(layout: LabLayout, owner: Ownership, extra: list[str] | None = None) 
 def require_owned(layout: LabLayout) -> Ownership:
     owner = read_marker(layout)
     if owner is None:
-        raise LabError(f"{layout.root} holds {layout.spec_file.name} but no gpuhost lab marker "
-                       f"({layout.marker_file.name}): it was not made by 'gpuhost lab up'; nothing was removed")
+        raise LabError(
+            f"{layout.root} holds {layout.spec_file.name} but no gpuhost lab marker "
+            f"({layout.marker_file.name}): it was not made by 'gpuhost lab up'; nothing was removed"
+        )
     return owner
 
 
@@ -110,7 +124,7 @@ def remove_owned(layout: LabLayout, owner: Ownership) -> None:
         try:
             layout.root.rmdir()
         except OSError:
-            pass                         # someone else put something there: leave it
+            pass  # someone else put something there: leave it
 
 
 def _plain_name(name: str) -> bool:

@@ -11,9 +11,9 @@ import os
 import shutil
 import stat
 import uuid as uuidlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import gpuhost.lab.node as node_pkg
 import gpuhost.pve.config as pve_config_module
@@ -34,7 +34,7 @@ SHIMS: dict[str, tuple[str, str]] = {
     "update-grub": ("/usr/sbin/update-grub", "update_grub"),
     "update-initramfs": ("/usr/sbin/update-initramfs", "update_initramfs"),
     "reboot": ("/usr/sbin/reboot", "reboot"),
-    "systemctl": ("/usr/local/bin/systemctl", "systemctl"),   # runtime verbs; unit-file verbs go to the real one
+    "systemctl": ("/usr/local/bin/systemctl", "systemctl"),  # runtime verbs; unit-file verbs go to the real one
 }
 
 
@@ -56,17 +56,26 @@ SeedHook = Callable[[Path, NodeState], None]
 """Called with (upper layer, node state) after the stock seed: later parts add hardware here."""
 
 
-def seed_node(layout: NodeLayout, spec: NodeSpec, secrets: NodeSecrets, seed_dirs: list[Path],
-              hooks: list[SeedHook] | None = None) -> NodeState:
+def seed_node(
+    layout: NodeLayout, spec: NodeSpec, secrets: NodeSecrets, seed_dirs: list[Path], hooks: list[SeedHook] | None = None
+) -> NodeState:
     for d in (layout.upper, layout.work, layout.root, layout.disk, layout.ctl, layout.cmdline_file.parent):
         d.mkdir(parents=True, exist_ok=True)
     up = layout.upper
     state = NodeState(
-        name=spec.name, address=spec.address, boot=spec.boot, cpu=spec.cpu, pve=spec.pve,
-        kernel=kernel_for(spec.pve), root_fs="zfs" if spec.boot == "systemd-boot" else "lvm",
-        esp_uuids=[_esp_uuid(spec.name)] if spec.boot == "systemd-boot" else [], token_id=secrets.token_id,
-        extra={"hide_paths": sorted({str(layout.dir.parent.parent)} | _checkout()),
-               "baseline_units": _host_enabled_units()},
+        name=spec.name,
+        address=spec.address,
+        boot=spec.boot,
+        cpu=spec.cpu,
+        pve=spec.pve,
+        kernel=kernel_for(spec.pve),
+        root_fs="zfs" if spec.boot == "systemd-boot" else "lvm",
+        esp_uuids=[_esp_uuid(spec.name)] if spec.boot == "systemd-boot" else [],
+        token_id=secrets.token_id,
+        extra={
+            "hide_paths": sorted({str(layout.dir.parent.parent)} | _checkout()),
+            "baseline_units": _host_enabled_units(),
+        },
     )
     _identity(up, spec)
     _clean_root_home(up, secrets.client_public_key)
@@ -93,7 +102,7 @@ def apply_seed_dir(upper: Path, seed_dir: Path, node: str) -> None:
         rel = src.relative_to(seed_dir).as_posix()
         for short in ("etc/pve/qemu-server/", "etc/pve/lxc/"):
             if rel.startswith(short):
-                rel = f"etc/pve/nodes/{node}/{rel[len('etc/pve/'):]}"
+                rel = f"etc/pve/nodes/{node}/{rel[len('etc/pve/') :]}"
         _write(upper, "/" + rel, src.read_bytes(), mode=stat.S_IMODE(src.stat().st_mode))
 
 
@@ -108,9 +117,8 @@ def _no_package_sources(up: Path) -> None:
 
 def _identity(up: Path, spec: NodeSpec) -> None:
     _write(up, "/etc/hostname", f"{spec.name}\n")
-    _write(up, "/etc/hosts", f"127.0.0.1 localhost.localdomain localhost\n"
-                             f"{spec.address} {spec.name}.lab {spec.name}\n")
-    if spec.pve == 9:   # PVE 9 is built on Debian 13; the userland below stays the host's Debian 12
+    _write(up, "/etc/hosts", f"127.0.0.1 localhost.localdomain localhost\n{spec.address} {spec.name}.lab {spec.name}\n")
+    if spec.pve == 9:  # PVE 9 is built on Debian 13; the userland below stays the host's Debian 12
         _write(up, "/usr/lib/os-release", pve_texts.OS_RELEASE_TRIXIE)
         _write(up, "/etc/debian_version", "13.1\n")
     _write(up, "/etc/machine-id", uuidlib.uuid5(uuidlib.NAMESPACE_DNS, spec.name + spec.address).hex + "\n")
@@ -134,16 +142,20 @@ def _ssh_server(up: Path, spec: NodeSpec, secrets: NodeSecrets) -> None:
         _whiteout(up, str(existing))
     _write(up, "/etc/ssh/ssh_host_ed25519_key", secrets.host_key_private, mode=0o600)
     _write(up, "/etc/ssh/ssh_host_ed25519_key.pub", secrets.host_key_public)
-    _write(up, "/etc/ssh/sshd_config.d/00-gpuhost-lab.conf", (
-        f"ListenAddress {spec.address}:22\n"
-        "HostKey /etc/ssh/ssh_host_ed25519_key\n"
-        "PermitRootLogin prohibit-password\n"
-        "PasswordAuthentication no\n"
-        "KbdInteractiveAuthentication no\n"
-        "MaxSessions 100\n"
-        "MaxStartups 100:30:200\n"
-        "UseDNS no\n"
-    ))
+    _write(
+        up,
+        "/etc/ssh/sshd_config.d/00-gpuhost-lab.conf",
+        (
+            f"ListenAddress {spec.address}:22\n"
+            "HostKey /etc/ssh/ssh_host_ed25519_key\n"
+            "PermitRootLogin prohibit-password\n"
+            "PasswordAuthentication no\n"
+            "KbdInteractiveAuthentication no\n"
+            "MaxSessions 100\n"
+            "MaxStartups 100:30:200\n"
+            "UseDNS no\n"
+        ),
+    )
 
 
 def _boot_files(up: Path, state: NodeState) -> None:
@@ -155,8 +167,12 @@ def _boot_files(up: Path, state: NodeState) -> None:
     bootloader.write_grub_cfg(up, kernel)
     if state.boot == "systemd-boot":
         _write(up, paths.KERNEL_CMDLINE, pve_texts.ZFS_KERNEL_CMDLINE)
-        _write(up, paths.ESP_LIST, "# This file is automatically generated by proxmox-boot-tool\n"
-               + "".join(f"{u}\n" for u in state.esp_uuids))
+        _write(
+            up,
+            paths.ESP_LIST,
+            "# This file is automatically generated by proxmox-boot-tool\n"
+            + "".join(f"{u}\n" for u in state.esp_uuids),
+        )
         bootloader.refresh_esps(up, kernel)
     else:
         _whiteout(up, paths.KERNEL_CMDLINE)
@@ -181,25 +197,32 @@ def _pve_tree(up: Path, spec: NodeSpec, state: NodeState, secrets: NodeSecrets) 
         (up / base.lstrip("/") / sub).mkdir(parents=True, exist_ok=True)
     (up / "etc/pve/priv").mkdir(parents=True, exist_ok=True)
     os.chmod(up / "etc/pve/priv", 0o700)
-    for link, target in (("qemu-server", f"nodes/{node}/qemu-server"), ("lxc", f"nodes/{node}/lxc"),
-                         ("local", f"nodes/{node}")):
+    for link, target in (
+        ("qemu-server", f"nodes/{node}/qemu-server"),
+        ("lxc", f"nodes/{node}/lxc"),
+        ("local", f"nodes/{node}"),
+    ):
         dest = up / "etc/pve" / link
         if not dest.is_symlink():
             dest.symlink_to(target)
     storage = "local-zfs" if state.root_fs == "zfs" else "local-lvm"
-    _write(up, "/etc/pve/storage.cfg", pve_texts.STORAGE_CFG_ZFS if state.root_fs == "zfs"
-           else pve_texts.STORAGE_CFG_LVM)
-    _write(up, "/etc/pve/user.cfg", f"user:root@pam:1:0:::root@{node}.lab::\n\n"
-                                    f"token:{secrets.token_id}:0:0::\n\n")
+    _write(
+        up, "/etc/pve/storage.cfg", pve_texts.STORAGE_CFG_ZFS if state.root_fs == "zfs" else pve_texts.STORAGE_CFG_LVM
+    )
+    _write(up, "/etc/pve/user.cfg", f"user:root@pam:1:0:::root@{node}.lab::\n\ntoken:{secrets.token_id}:0:0::\n\n")
     _write(up, "/etc/pve/priv/token.cfg", f"{secrets.token_id} {secrets.token_secret}\n", mode=0o600)
     _write(up, "/etc/pve/priv/authkey.key", os.urandom(32).hex() + "\n", mode=0o600)
     _write(up, "/etc/pve/pve-root-ca.pem", secrets.ca_pem)
     _write(up, f"{base}/pve-ssl.pem", secrets.tls.cert_pem)
     _write(up, f"{base}/pve-ssl.key", secrets.tls.key_pem, mode=0o600)
     _write(up, "/etc/shadow", _shadow_with_root(secrets.root_password_hash), mode=0o640)
-    vm = pve_texts.seed_vm_config(storage, spec.pve, str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, node + "/100")),
-                                  str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, node + "/100/gen")),
-                                  _mac(node))
+    vm = pve_texts.seed_vm_config(
+        storage,
+        spec.pve,
+        str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, node + "/100")),
+        str(uuidlib.uuid5(uuidlib.NAMESPACE_URL, node + "/100/gen")),
+        _mac(node),
+    )
     _write(up, f"{base}/qemu-server/100.conf", vm)
     _write(up, f"/var/lib/vz/template/cache/{pve_texts.CT_TEMPLATE}", b"")
     for d in ("/var/lib/vz/images", "/var/lib/vz/dump", "/var/lib/vz/template/iso"):
@@ -218,28 +241,41 @@ def install_node_library(target: Path) -> None:
     shutil.copyfile(pve_config_module.__file__, lib / "pve" / "config.py")
     (lib / "lab").mkdir()
     (lib / "lab" / "__init__.py").write_text('"""gpuhost lab (node side)."""\n')
-    shutil.copytree(Path(node_pkg.__file__).parent, lib / "lab" / "node",
-                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(
+        Path(node_pkg.__file__).parent, lib / "lab" / "node", ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+    )
 
 
 def _node_code(up: Path) -> None:
-    (up / paths.PYTHONPATH.lstrip("/")).mkdir(parents=True, exist_ok=True)   # mount point of the library
+    (up / paths.PYTHONPATH.lstrip("/")).mkdir(parents=True, exist_ok=True)  # mount point of the library
     for command, (path, module) in SHIMS.items():
-        _write(up, path, (
-            "#!/usr/bin/python3 -I\n"
-            f"# {command}: Proxmox VE command simulated by the gpuhost lab\n"
-            "import sys\n"
-            f"sys.path.insert(0, {paths.PYTHONPATH!r})\n"
-            f"from gpuhost.lab.node.cli.{module} import main\n"
-            f"sys.exit(main(sys.argv[1:]))\n"), mode=0o755)
+        _write(
+            up,
+            path,
+            (
+                "#!/usr/bin/python3 -I\n"
+                f"# {command}: Proxmox VE command simulated by the gpuhost lab\n"
+                "import sys\n"
+                f"sys.path.insert(0, {paths.PYTHONPATH!r})\n"
+                f"from gpuhost.lab.node.cli.{module} import main\n"
+                f"sys.exit(main(sys.argv[1:]))\n"
+            ),
+            mode=0o755,
+        )
     _write(up, "/usr/local/bin/uname", UNAME_SHIM, mode=0o755)
     _write(up, "/usr/local/bin/dmesg", DMESG_SHIM, mode=0o755)
-    _write(up, "/usr/bin/kvm", (
-        "#!/usr/bin/python3 -I\n"
-        "import sys\n"
-        f"sys.path.insert(0, {paths.PYTHONPATH!r})\n"
-        "from gpuhost.lab.node.kvm_process import main\n"
-        "sys.exit(main(sys.argv[1:]))\n"), mode=0o755)
+    _write(
+        up,
+        "/usr/bin/kvm",
+        (
+            "#!/usr/bin/python3 -I\n"
+            "import sys\n"
+            f"sys.path.insert(0, {paths.PYTHONPATH!r})\n"
+            "from gpuhost.lab.node.kvm_process import main\n"
+            "sys.exit(main(sys.argv[1:]))\n"
+        ),
+        mode=0o755,
+    )
 
 
 #: uname that reports the node's PVE kernel instead of the host's (state read from node.json).
@@ -313,7 +349,7 @@ def _esp_uuid(name: str) -> str:
 
 def _mac(name: str) -> str:
     h = uuidlib.uuid5(uuidlib.NAMESPACE_DNS, "mac." + name).hex.upper()
-    return "BC:24:11:" + ":".join(h[i:i + 2] for i in range(0, 6, 2))
+    return "BC:24:11:" + ":".join(h[i : i + 2] for i in range(0, 6, 2))
 
 
 def _write(up: Path, path: str, content: str | bytes, mode: int = 0o644) -> None:

@@ -27,9 +27,9 @@ class NodeSpec:
     boot: BootLoader = "systemd-boot"
     cpu: CpuVendor = "amd"
     pve: int = 8
-    gpus: int = 0                 # simulated NVIDIA GPUs (gpuhost.lab.gpu)
-    gpu_model: str = ""           # "" = gpuhost.lab.gpu.catalog.DEFAULT_MODEL
-    numa: int = 1                 # NUMA nodes (sockets) the GPUs are spread over
+    gpus: int = 0  # simulated NVIDIA GPUs (gpuhost.lab.gpu)
+    gpu_model: str = ""  # "" = gpuhost.lab.gpu.catalog.DEFAULT_MODEL
+    numa: int = 1  # NUMA nodes (sockets) the GPUs are spread over
 
 
 @dataclass
@@ -42,13 +42,16 @@ class LabSpec:
         return json.dumps(asdict(self), indent=2) + "\n"
 
     @classmethod
-    def from_file(cls, path: Path) -> "LabSpec":
+    def from_file(cls, path: Path) -> LabSpec:
         try:
             data = json.loads(path.read_text())
         except (OSError, ValueError) as exc:
             raise LabError(f"cannot read lab state {path}: {exc}") from exc
-        return cls(nodes=[NodeSpec(**n) for n in data["nodes"]], token_id=data["token_id"],
-                   seed_dirs=list(data.get("seed_dirs", [])))
+        return cls(
+            nodes=[NodeSpec(**n) for n in data["nodes"]],
+            token_id=data["token_id"],
+            seed_dirs=list(data.get("seed_dirs", [])),
+        )
 
     def node(self, name: str) -> NodeSpec:
         for node in self.nodes:
@@ -67,8 +70,15 @@ def require_loopback(address: str) -> None:
         raise UsageError(f"lab nodes must use 127.0.0.0/8 addresses, got {address}")
 
 
-def plan_nodes(count: int, *, base_address: str = DEFAULT_BASE_ADDRESS, boot: str = "systemd-boot",
-               cpu: str = "amd", pve: int = 8, name_prefix: str = "pve") -> list[NodeSpec]:
+def plan_nodes(
+    count: int,
+    *,
+    base_address: str = DEFAULT_BASE_ADDRESS,
+    boot: str = "systemd-boot",
+    cpu: str = "amd",
+    pve: int = 8,
+    name_prefix: str = "pve",
+) -> list[NodeSpec]:
     """``count`` nodes named pve1..pveN on consecutive loopback addresses from ``base_address``."""
     if not 1 <= count <= MAX_NODES:
         raise UsageError(f"--nodes must be between 1 and {MAX_NODES}, got {count}")
@@ -84,6 +94,13 @@ def plan_nodes(count: int, *, base_address: str = DEFAULT_BASE_ADDRESS, boot: st
     for i in range(count):
         address = str(first + i)
         require_loopback(address)
-        nodes.append(NodeSpec(name=f"{name_prefix}{i + 1}", address=address, boot=boot,  # type: ignore[arg-type]
-                              cpu=cpu, pve=pve))  # type: ignore[arg-type]
+        nodes.append(
+            NodeSpec(
+                name=f"{name_prefix}{i + 1}",
+                address=address,
+                boot=boot,  # type: ignore[arg-type]
+                cpu=cpu,
+                pve=pve,
+            )
+        )  # type: ignore[arg-type]
     return nodes

@@ -45,8 +45,10 @@ class Supervisor:
             for name in sorted(waiting):
                 node = self.nodes[name]
                 if not node.running():
-                    raise RuntimeError(f"node {name} exited during boot (exit {node.proc.returncode if node.proc else '?'}); "
-                                       f"see {node.layout.console_log}: {_tail(node.layout.console_log)}")
+                    raise RuntimeError(
+                        f"node {name} exited during boot (exit {node.proc.returncode if node.proc else '?'}); "
+                        f"see {node.layout.console_log}: {_tail(node.layout.console_log)}"
+                    )
                 if node.ready():
                     waiting.discard(name)
             if waiting and time.monotonic() > deadline:
@@ -116,7 +118,7 @@ class Supervisor:
         if not words:
             return "error: empty command"
         verb, args = words[0], words[1:]
-        if node is not None:          # a node's own socket: it may only reboot itself
+        if node is not None:  # a node's own socket: it may only reboot itself
             if verb == "reboot":
                 self.pending_reboots[node] = time.monotonic() + REBOOT_DELAY_S
                 return "ok"
@@ -132,12 +134,25 @@ class Supervisor:
         return f"error: unknown command {line!r}"
 
     def status(self) -> dict[str, object]:
-        return {"pid": os.getpid(), "nodes": [
-            {"name": n.spec.name, "address": n.spec.address, "boot": n.spec.boot, "cpu": n.spec.cpu,
-             "pve": n.spec.pve, "running": n.running(), "init_pid": n.init_pid(), "boots": n.boots,
-             "rebooting": n.spec.name in self.pending_reboots, "cmdline": n.cmdline,
-             "started_at": n.started_at}
-            for n in self.nodes.values()]}
+        return {
+            "pid": os.getpid(),
+            "nodes": [
+                {
+                    "name": n.spec.name,
+                    "address": n.spec.address,
+                    "boot": n.spec.boot,
+                    "cpu": n.spec.cpu,
+                    "pve": n.spec.pve,
+                    "running": n.running(),
+                    "init_pid": n.init_pid(),
+                    "boots": n.boots,
+                    "rebooting": n.spec.name in self.pending_reboots,
+                    "cmdline": n.cmdline,
+                    "started_at": n.started_at,
+                }
+                for n in self.nodes.values()
+            ],
+        }
 
     def close(self) -> None:
         for sock, path in self.listeners:

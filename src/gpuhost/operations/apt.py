@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import field_validator
 
-from gpuhost.facts import packages
 from gpuhost.core.actions import RunCommand
 from gpuhost.core.operation import Args, Operation
 from gpuhost.core.plan import Plan, nothing
+from gpuhost.facts import packages
 
 if TYPE_CHECKING:
     from gpuhost.core.context import HostContext
@@ -62,14 +62,19 @@ class Apt(Operation[AptArgs]):
                 return nothing("not installed: " + ", ".join(a.packages))
             cmd = f"{_APT_ENV} apt-get remove -y -q " + " ".join(shlex.quote(n) for n in remove)
             return Plan(reason="remove " + ", ".join(remove), actions=[RunCommand(cmd)])
-        todo = [f"{n}={v}" if v else n for n, v in a.packages.items()
-                if n not in have or (v is not None and have[n] != v)]
+        todo = [
+            f"{n}={v}" if v else n for n, v in a.packages.items() if n not in have or (v is not None and have[n] != v)
+        ]
         actions: list[RunCommand] = []
         if todo:
             if a.update_cache:
                 actions.append(RunCommand(f"{_APT_ENV} apt-get update -q"))
-            actions.append(RunCommand(f"{_APT_ENV} apt-get install -y -q --allow-change-held-packages "
-                                      + " ".join(shlex.quote(t) for t in todo)))
+            actions.append(
+                RunCommand(
+                    f"{_APT_ENV} apt-get install -y -q --allow-change-held-packages "
+                    + " ".join(shlex.quote(t) for t in todo)
+                )
+            )
         if a.hold:
             held: set[str] = host.fact(packages.held)
             unheld = sorted(set(a.packages) - held)
@@ -77,5 +82,6 @@ class Apt(Operation[AptArgs]):
                 actions.append(RunCommand("apt-mark hold " + " ".join(shlex.quote(n) for n in unheld)))
         if not actions:
             return nothing("installed: " + ", ".join(f"{n} {have[n]}" for n in a.packages))
-        return Plan(reason="install " + ", ".join(todo) if todo else "hold " + ", ".join(a.packages),
-                    actions=list(actions))
+        return Plan(
+            reason="install " + ", ".join(todo) if todo else "hold " + ", ".join(a.packages), actions=list(actions)
+        )

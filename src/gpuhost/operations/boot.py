@@ -6,6 +6,9 @@ from typing import TYPE_CHECKING
 
 from pydantic import field_validator
 
+from gpuhost.core.actions import RunCommand
+from gpuhost.core.operation import Args, Operation
+from gpuhost.core.plan import Plan, file_plan
 from gpuhost.errors import OperationFailed
 from gpuhost.facts import files as file_facts
 from gpuhost.facts.boot import GRUB_DEFAULT, GRUB_DROPIN_DIR, KERNEL_CMDLINE
@@ -18,9 +21,6 @@ from gpuhost.facts.cmdline import (
     render_kernel_cmdline_file,
 )
 from gpuhost.facts.host import host_facts
-from gpuhost.core.actions import RunCommand
-from gpuhost.core.operation import Args, Operation
-from gpuhost.core.plan import Plan, file_plan
 
 if TYPE_CHECKING:
     from gpuhost.core.context import HostContext
@@ -56,8 +56,10 @@ class KernelCmdline(Operation[KernelCmdlineArgs]):
         a = self.args
         wrong = [t for t in a.present if t in NEVER]
         if wrong:
-            raise OperationFailed(f"refusing to put {', '.join(wrong)} on the command line: the kernel does not "
-                                  "know it and stays in translated mode; use iommu=pt")
+            raise OperationFailed(
+                f"refusing to put {', '.join(wrong)} on the command line: the kernel does not "
+                "know it and stays in translated mode; use iommu=pt"
+            )
         absent = [*a.absent, *NEVER]
         facts = host.fact(host_facts)
         boot = facts.boot
@@ -69,9 +71,15 @@ class KernelCmdline(Operation[KernelCmdlineArgs]):
             after = render_kernel_cmdline_file(tokens)
             if parse_kernel_cmdline_file(before) == tokens:
                 after = before  # keep the file byte for byte when nothing changes
-            return _why(file_plan(KERNEL_CMDLINE, before, after,
-                                  reason_same=f"{KERNEL_CMDLINE} has {' '.join(a.present)} ({boot.describe()})"),
-                        boot.describe())
+            return _why(
+                file_plan(
+                    KERNEL_CMDLINE,
+                    before,
+                    after,
+                    reason_same=f"{KERNEL_CMDLINE} has {' '.join(a.present)} ({boot.describe()})",
+                ),
+                boot.describe(),
+            )
         before = host.fact(file_facts.content, GRUB_DEFAULT)
         if before is None:
             raise OperationFailed(f"this host boots with {boot.describe()}, but {GRUB_DEFAULT} is missing")
@@ -79,16 +87,23 @@ class KernelCmdline(Operation[KernelCmdlineArgs]):
             main_after = edit_grub_default(before, [] if a.grub_dropin else a.present, absent)
         except ValueError as exc:
             raise OperationFailed(f"{GRUB_DEFAULT}: {exc}") from None
-        plan = file_plan(GRUB_DEFAULT, before, main_after,
-                         reason_same=f"{GRUB_DEFAULT} has {' '.join(a.present)} ({boot.describe()})")
+        plan = file_plan(
+            GRUB_DEFAULT,
+            before,
+            main_after,
+            reason_same=f"{GRUB_DEFAULT} has {' '.join(a.present)} ({boot.describe()})",
+        )
         if a.grub_dropin:
             effective = facts.grub_effective_tokens or ()
             dropin_before = host.fact(file_facts.content, a.dropin_file)
             dropin_tokens = a.present if dropin_before is not None else missing_tokens(effective, a.present)
             if dropin_tokens:
                 dplan = file_plan(a.dropin_file, dropin_before, render_grub_dropin(dropin_tokens))
-                plan = Plan(reason="; ".join(r for r in (plan.reason if plan.changes else "", dplan.reason) if r),
-                            actions=plan.actions + dplan.actions, diff=plan.diff + dplan.diff)
+                plan = Plan(
+                    reason="; ".join(r for r in (plan.reason if plan.changes else "", dplan.reason) if r),
+                    actions=plan.actions + dplan.actions,
+                    diff=plan.diff + dplan.diff,
+                )
         return _why(plan, boot.describe())
 
 
@@ -110,5 +125,4 @@ class BootRefresh(Operation[BootRefreshArgs]):
 
     def plan(self, host: HostContext) -> Plan:
         boot = host.fact(host_facts).boot
-        return Plan(reason=f"{boot.refresh_command} ({boot.describe()})",
-                    actions=[RunCommand(boot.refresh_command)])
+        return Plan(reason=f"{boot.refresh_command} ({boot.describe()})", actions=[RunCommand(boot.refresh_command)])

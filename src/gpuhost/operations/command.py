@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gpuhost.facts import files as file_facts
 from gpuhost.core.actions import RunCommand
 from gpuhost.core.operation import Args, Operation
 from gpuhost.core.plan import Plan, nothing
+from gpuhost.facts import files as file_facts
 
 if TYPE_CHECKING:
     from gpuhost.core.context import HostContext

@@ -6,10 +6,10 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import field_validator
 
-from gpuhost.facts import files as file_facts
 from gpuhost.core.actions import WriteFile
 from gpuhost.core.operation import Args, Operation
 from gpuhost.core.plan import Plan, file_plan
+from gpuhost.facts import files as file_facts
 
 if TYPE_CHECKING:
     from gpuhost.core.context import HostContext
@@ -55,8 +55,7 @@ def _with_mode(host: HostContext, dest: str, plan: Plan, mode: int | None) -> Pl
     if current == mode:
         return plan
     content = host.fact(file_facts.content, dest) or ""
-    return Plan(reason=f"mode of {dest} {current:o} → {mode:o}",
-                actions=[WriteFile(dest, content, mode, backup=False)])
+    return Plan(reason=f"mode of {dest} {current:o} → {mode:o}", actions=[WriteFile(dest, content, mode, backup=False)])
 
 
 class CopyArgs(_FileArgs):

@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ConfigDict
 
-from gpuhost.errors import OperationFailed
-from gpuhost.facts.host import host_facts
-from gpuhost.facts.pve import ct_config, ct_config_path, ct_status, node_name, pve_version, vztemplates
 from gpuhost.core.actions import InGuest, PveCall, RestartGuest, RunCommand, WriteFile
 from gpuhost.core.guest import Guest
 from gpuhost.core.operation import Args, Operation, OperationLookup, SkipTask
 from gpuhost.core.plan import Plan, nothing, unified_diff
+from gpuhost.errors import OperationFailed
+from gpuhost.facts.host import host_facts
+from gpuhost.facts.pve import ct_config, ct_config_path, ct_status, node_name, pve_version, vztemplates
 from gpuhost.pve import config as pveconf
 
 if TYPE_CHECKING:
@@ -57,8 +57,13 @@ class LxcContainer(Operation[ContainerArgs]):
 
     def wanted(self) -> dict[str, str]:
         a = self.args
-        opts = {"hostname": a.hostname, "cores": str(a.cores), "memory": str(a.memory), "swap": str(a.swap),
-                "onboot": "1" if a.onboot else "0"}
+        opts = {
+            "hostname": a.hostname,
+            "cores": str(a.cores),
+            "memory": str(a.memory),
+            "swap": str(a.swap),
+            "onboot": "1" if a.onboot else "0",
+        }
         if a.features:
             opts["features"] = a.features
         return opts
@@ -71,33 +76,46 @@ class LxcContainer(Operation[ContainerArgs]):
             if template == "auto":
                 template = pick_template(host.fact(vztemplates, a.storage)) or ""
                 if not template:
-                    raise OperationFailed(f"no container template on storage '{a.storage}' of {host.name}: "
-                                          "download one (pveam update; pveam download local debian-12-standard…) "
-                                          "or set the container's template")
-            opts = {"vmid": str(a.ctid), "ostemplate": template, **self.wanted(), "rootfs": a.rootfs,
-                    "unprivileged": "1" if a.unprivileged else "0"}
+                    raise OperationFailed(
+                        f"no container template on storage '{a.storage}' of {host.name}: "
+                        "download one (pveam update; pveam download local debian-12-standard…) "
+                        "or set the container's template"
+                    )
+            opts = {
+                "vmid": str(a.ctid),
+                "ostemplate": template,
+                **self.wanted(),
+                "rootfs": a.rootfs,
+                "unprivileged": "1" if a.unprivileged else "0",
+            }
             if a.net0:
                 opts["net0"] = a.net0
             node = host.fact(node_name)
-            return Plan(reason=f"create CT {a.ctid} from {template}",
-                        actions=[PveCall("post", f"nodes/{node}/lxc", tuple(opts.items()))])
+            return Plan(
+                reason=f"create CT {a.ctid} from {template}",
+                actions=[PveCall("post", f"nodes/{node}/lxc", tuple(opts.items()))],
+            )
         conf = host.fact(ct_config, a.ctid)
         assert conf is not None
         changes = {k: v for k, v in self.wanted().items() if conf.get(k) != v}
         if conf.get("unprivileged", "0") != ("1" if a.unprivileged else "0"):
-            raise OperationFailed(f"CT {a.ctid} is {'un' if conf.get('unprivileged') == '1' else ''}privileged; "
-                                  "PVE cannot change that in place (back up, restore with --unprivileged)")
+            raise OperationFailed(
+                f"CT {a.ctid} is {'un' if conf.get('unprivileged') == '1' else ''}privileged; "
+                "PVE cannot change that in place (back up, restore with --unprivileged)"
+            )
         if not changes:
             return nothing(f"CT {a.ctid} exists ({status})")
         node = host.fact(node_name)
-        return Plan(reason=f"CT {a.ctid}: set {', '.join(changes)}",
-                    actions=[PveCall("put", f"nodes/{node}/lxc/{a.ctid}/config", tuple(changes.items()))])
+        return Plan(
+            reason=f"CT {a.ctid}: set {', '.join(changes)}",
+            actions=[PveCall("put", f"nodes/{node}/lxc/{a.ctid}/config", tuple(changes.items()))],
+        )
 
 
 class DevicesArgs(Args):
     ctid: int
-    devices: list[str]          # host paths, e.g. /dev/nvidia0, /dev/nvidiactl
-    gid: int = 44               # 'video' in Debian containers
+    devices: list[str]  # host paths, e.g. /dev/nvidia0, /dev/nvidiactl
+    gid: int = 44  # 'video' in Debian containers
     memlock_unlimited: bool = True
 
 
@@ -119,8 +137,7 @@ def _driver_of(device: str) -> str:
     return "nvidia"
 
 
-def device_major(device: str, majors: dict[str, int],
-                 numbers: Mapping[str, tuple[int, int]] | None = None) -> int:
+def device_major(device: str, majors: dict[str, int], numbers: Mapping[str, tuple[int, int]] | None = None) -> int:
     """The char major of a device node: its own (``stat``) when known, else /proc/devices' (never hard-coded)."""
     if numbers and device in numbers:
         return numbers[device][0]
@@ -130,8 +147,9 @@ def device_major(device: str, majors: dict[str, int],
     return majors[driver]
 
 
-def legacy_lines(devices: list[str], majors: dict[str, int],
-                 numbers: Mapping[str, tuple[int, int]] | None = None) -> list[tuple[str, str]]:
+def legacy_lines(
+    devices: list[str], majors: dict[str, int], numbers: Mapping[str, tuple[int, int]] | None = None
+) -> list[tuple[str, str]]:
     """Pre-8.1 form: a cgroup allow line per major and a bind mount per device node."""
     found = sorted({device_major(d, majors, numbers) for d in devices})
     lines = [("lxc.cgroup2.devices.allow", f"c {m}:* rwm") for m in found]
@@ -161,7 +179,8 @@ class LxcDevices(Operation[DevicesArgs]):
             raise OperationFailed(
                 f"{', '.join(missing)} missing on {host.name}: the container would refuse to start "
                 f"(PVE: 'Device {missing[0]} does not exist'). Load nvidia_uvm and create the nodes at boot "
-                "(gpuhost provision host installs nvidia-devnodes.service), or run: nvidia-modprobe -c0 -u")
+                "(gpuhost provision host installs nvidia-devnodes.service), or run: nvidia-modprobe -c0 -u"
+            )
         actions: list[Any] = []
         reasons: list[str] = []
         if version.at_least(8, 1):
@@ -174,8 +193,9 @@ class LxcDevices(Operation[DevicesArgs]):
                 if extra:
                     params["delete"] = ",".join(extra)
                 # devN is root@pam-only in PVE: the API client takes the root route for it
-                actions.append(PveCall("put", f"nodes/{host.fact(node_name)}/lxc/{a.ctid}/config",
-                                       tuple(params.items())))
+                actions.append(
+                    PveCall("put", f"nodes/{host.fact(node_name)}/lxc/{a.ctid}/config", tuple(params.items()))
+                )
                 reasons.append(f"devN entries for {len(a.devices)} devices")
             raw: list[tuple[str, str]] = []
         else:
@@ -278,7 +298,8 @@ class InCt(Operation[InContainerArgs]):
         inside = []
         for act in plan.actions:
             if not isinstance(act, (WriteFile, RunCommand)):
-                raise OperationFailed(f"in_container: {inner.kind} asks for {act.describe()}, which cannot run "
-                                      "inside a container")
+                raise OperationFailed(
+                    f"in_container: {inner.kind} asks for {act.describe()}, which cannot run inside a container"
+                )
             inside.append(InGuest(ct, act))
         return Plan(reason=f"CT {a.ctid}: {plan.reason}", actions=list(inside), diff=plan.diff)

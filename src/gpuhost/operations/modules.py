@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import field_validator
 
-from gpuhost.facts import files as file_facts
 from gpuhost.core.operation import Args, Operation
 from gpuhost.core.plan import Plan, file_plan
+from gpuhost.facts import files as file_facts
 
 if TYPE_CHECKING:
     from gpuhost.core.context import HostContext

@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, field_validator
 
-from gpuhost.errors import OperationFailed
-from gpuhost.facts.host import host_facts
-from gpuhost.facts.nvidia import build_prerequisites, userspace_version
 from gpuhost.core.actions import RunCommand
 from gpuhost.core.operation import Args, Operation
 from gpuhost.core.plan import Plan, nothing
+from gpuhost.errors import OperationFailed
+from gpuhost.facts.host import host_facts
+from gpuhost.facts.nvidia import build_prerequisites, userspace_version
 
 if TYPE_CHECKING:
     from gpuhost.core.context import HostContext
@@ -53,8 +53,10 @@ class DriverPin(Args):
     @classmethod
     def _url(cls, v: str) -> str:
         if not re.fullmatch(r"(https?|file)://\S+", v) or any(ord(c) < 0x20 or ord(c) == 0x7F for c in v):
-            raise ValueError("must be an https://, http:// or file:// URL of the .run installer, "
-                             "without spaces or control characters")
+            raise ValueError(
+                "must be an https://, http:// or file:// URL of the .run installer, "
+                "without spaces or control characters"
+            )
         return v
 
 
@@ -117,7 +119,9 @@ class NvidiaDriver(Operation[NvidiaDriverArgs]):
                 raise OperationFailed(
                     f"cannot build the NVIDIA module with DKMS: {', '.join(lacking)} missing. Install dkms and "
                     "proxmox-headers-$(uname -r) first; without them the installer silently builds a module "
-                    "that breaks at the next kernel update")
-        return Plan(reason=f"install NVIDIA {a.version} {what} (now: {installed or 'none'})",
-                    actions=[RunCommand(download_command(a), timeout=1800),
-                             RunCommand(install_command(a), timeout=1800)])
+                    "that breaks at the next kernel update"
+                )
+        return Plan(
+            reason=f"install NVIDIA {a.version} {what} (now: {installed or 'none'})",
+            actions=[RunCommand(download_command(a), timeout=1800), RunCommand(install_command(a), timeout=1800)],
+        )

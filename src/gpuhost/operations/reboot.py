@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from gpuhost.checks.host import diagnose_cmdline
 from gpuhost.core.actions import RebootHost
 from gpuhost.core.operation import Args, Operation
-from gpuhost.checks.host import diagnose_cmdline
 from gpuhost.core.plan import Plan, nothing
 from gpuhost.errors import OperationFailed
 from gpuhost.facts.cmdline import missing_tokens
@@ -29,8 +29,7 @@ class Reboot(Operation[RebootArgs]):
     Args = RebootArgs
 
     def plan(self, host: HostContext) -> Plan:
-        return Plan(reason=f"reboot: {self.args.reason}",
-                    actions=[RebootHost(self.args.reason, self.args.timeout)])
+        return Plan(reason=f"reboot: {self.args.reason}", actions=[RebootHost(self.args.reason, self.args.timeout)])
 
 
 class RebootIfNeededArgs(Args):

@@ -5,11 +5,11 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING, Literal
 
-from gpuhost.errors import OperationFailed
-from gpuhost.facts import systemd as unit_facts
 from gpuhost.core.actions import RunCommand
 from gpuhost.core.operation import Args, Operation
 from gpuhost.core.plan import Plan, nothing
+from gpuhost.errors import OperationFailed
+from gpuhost.facts import systemd as unit_facts
 
 if TYPE_CHECKING:
     from gpuhost.core.context import HostContext

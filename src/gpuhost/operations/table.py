@@ -23,16 +23,35 @@ def build_table(classes: Iterable[type[Operation[Any]]]) -> dict[str, type[Opera
     table: dict[str, type[Operation[Any]]] = {}
     for cls in classes:
         if cls.kind in table:
-            raise RuntimeError(f"operation kind '{cls.kind}' is defined twice ({table[cls.kind].__name__}, "
-                               f"{cls.__name__})")
+            raise RuntimeError(
+                f"operation kind '{cls.kind}' is defined twice ({table[cls.kind].__name__}, {cls.__name__})"
+            )
         table[cls.kind] = cls
     return table
 
 
-OPERATIONS = build_table([
-    Apt, BootRefresh, Command, Copy, InCt, KernelCmdline, Line, LxcContainer, LxcDevices, LxcRestart, LxcRunning,
-    ModuleList, NvidiaDriver, Reboot, RebootIfNeeded, Systemd, Template, Verify,
-])
+OPERATIONS = build_table(
+    [
+        Apt,
+        BootRefresh,
+        Command,
+        Copy,
+        InCt,
+        KernelCmdline,
+        Line,
+        LxcContainer,
+        LxcDevices,
+        LxcRestart,
+        LxcRunning,
+        ModuleList,
+        NvidiaDriver,
+        Reboot,
+        RebootIfNeeded,
+        Systemd,
+        Template,
+        Verify,
+    ]
+)
 
 
 def get(kind: str) -> type[Operation[Any]] | None:

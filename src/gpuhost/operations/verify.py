@@ -72,14 +72,24 @@ class Verify(Operation[VerifyArgs]):
         a = self.args
         if a.host is not None:
             h = a.host
-            return host_findings(host.fact(host_facts), host.name, HostExpectation(
-                cmdline=h.cmdline, iommu_passthrough=h.iommu_passthrough, nvidia_driver=h.nvidia_driver,
-                nvidia_uvm=h.nvidia_uvm, persistenced=h.persistenced, vfio=h.vfio))
+            return host_findings(
+                host.fact(host_facts),
+                host.name,
+                HostExpectation(
+                    cmdline=h.cmdline,
+                    iommu_passthrough=h.iommu_passthrough,
+                    nvidia_driver=h.nvidia_driver,
+                    nvidia_uvm=h.nvidia_uvm,
+                    persistenced=h.persistenced,
+                    vfio=h.vfio,
+                ),
+            )
         assert a.lxc is not None
         ct = Guest.ct(a.lxc.ctid)
         facts = host.guest(ct).fact(container_facts)
-        return container_findings(facts, f"{host.name}/{ct}",
-                                  ContainerExpectation(gpus=a.lxc.gpus, driver=a.lxc.driver))
+        return container_findings(
+            facts, f"{host.name}/{ct}", ContainerExpectation(gpus=a.lxc.gpus, driver=a.lxc.driver)
+        )
 
     def plan(self, host: HostContext) -> Plan:
         a = self.args

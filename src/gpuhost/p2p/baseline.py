@@ -29,15 +29,19 @@ class Regression:
     @property
     def message(self) -> str:
         change = (self.now / self.baseline - 1.0) if self.baseline else 0.0
-        return (f"{self.metric} {self.now:.2f} {self.unit}, baseline {self.baseline:.2f} {self.unit} "
-                f"({change:+.0%})")
+        return f"{self.metric} {self.now:.2f} {self.unit}, baseline {self.baseline:.2f} {self.unit} ({change:+.0%})"
 
     def to_finding(self) -> Finding:
         return Finding(Level.FAIL, "regression", self.subject, self.message, "regression")
 
     def to_json(self) -> dict[str, object]:
-        return {"subject": self.subject, "metric": self.metric, "baseline": self.baseline, "now": self.now,
-                "unit": self.unit}
+        return {
+            "subject": self.subject,
+            "metric": self.metric,
+            "baseline": self.baseline,
+            "now": self.now,
+            "unit": self.unit,
+        }
 
 
 def _bandwidth(out: list[Regression], subject: str, metric: str, now: float | None, base: float | None) -> None:
@@ -50,8 +54,7 @@ def _latency(out: list[Regression], subject: str, metric: str, now: float | None
         out.append(Regression(subject, metric, base, now, "us"))
 
 
-def _path(out: list[Regression], subject: str, name: str, now: PathFigures | None,
-          base: PathFigures | None) -> None:
+def _path(out: list[Regression], subject: str, name: str, now: PathFigures | None, base: PathFigures | None) -> None:
     if now is None or base is None:
         return
     _bandwidth(out, subject, f"{name} one-way", now.uni_gbps, base.uni_gbps)

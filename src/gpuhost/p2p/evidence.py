@@ -91,8 +91,9 @@ class Evidence:
     @property
     def measured(self) -> bool:
         """Whether any copy was timed (peer, staged, host or NCCL), or the tool reported a result."""
-        pairs = any((p.p2p is not None and not p.p2p.empty) or (p.staged is not None and not p.staged.empty)
-                    for p in self.pairs)
+        pairs = any(
+            (p.p2p is not None and not p.p2p.empty) or (p.staged is not None and not p.staged.empty) for p in self.pairs
+        )
         gpus = any(g.h2d_gbps is not None or g.d2h_gbps is not None or g.d2d_gbps is not None for g in self.gpus)
         return pairs or gpus or bool(self.nccl) or bool(self.waived) or bool(self.integrity_failures)
 

@@ -55,7 +55,7 @@ def write_heatmap(ev: Evidence, path: str | Path, title: str) -> Path:
     plt = _load_matplotlib()
     n = len(panels)
     fig, axes = plt.subplots(1, n, figsize=(4.2 * n, 4.0), squeeze=False)
-    for ax, (name, grid, cmap) in zip(axes[0], panels):
+    for ax, (name, grid, cmap) in zip(axes[0], panels, strict=False):
         finite = [v for row in grid for v in row if v == v]
         # From zero, so that a 0.1 % spread does not paint like a 2x one.
         image = ax.imshow(grid, cmap=cmap, vmin=0.0, vmax=max(finite) if finite else 1.0)
@@ -67,9 +67,16 @@ def write_heatmap(ev: Evidence, path: str | Path, title: str) -> Path:
         for r, row in enumerate(grid):
             for c, v in enumerate(row):
                 if v == v:  # not NaN
-                    ax.text(c, r, f"{v:.1f}" if v >= 10 else f"{v:.2f}", ha="center", va="center",
-                            fontsize=7, color="black",
-                            bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "alpha": 0.7, "lw": 0})
+                    ax.text(
+                        c,
+                        r,
+                        f"{v:.1f}" if v >= 10 else f"{v:.2f}",
+                        ha="center",
+                        va="center",
+                        fontsize=7,
+                        color="black",
+                        bbox={"boxstyle": "round,pad=0.15", "facecolor": "white", "alpha": 0.7, "lw": 0},
+                    )
         fig.colorbar(image, ax=ax, shrink=0.8)
     fig.suptitle(title, fontsize=11)
     fig.tight_layout()

@@ -26,8 +26,13 @@ def finding_json(f: Finding) -> dict[str, Any]:
 def _figures(path: PathFigures | None) -> dict[str, Any] | None:
     if path is None or (path.empty and not path.integrity_checked and not path.integrity_failures):
         return None
-    return {"uni_gbps": path.uni_gbps, "bidi_gbps": path.bidi_gbps, "latency_us": path.latency_us,
-            "integrity_checked": path.integrity_checked, "integrity_failures": list(path.integrity_failures)}
+    return {
+        "uni_gbps": path.uni_gbps,
+        "bidi_gbps": path.bidi_gbps,
+        "latency_us": path.latency_us,
+        "integrity_checked": path.integrity_checked,
+        "integrity_failures": list(path.integrity_failures),
+    }
 
 
 def _identity(g: GpuEvidence | None) -> dict[str, Any]:
@@ -37,27 +42,47 @@ def _identity(g: GpuEvidence | None) -> dict[str, Any]:
 def gpu_json(g: GpuEvidence, findings: list[Finding]) -> dict[str, Any]:
     mine = [f for f in findings if f.subject == g.label]
     return {
-        "index": g.index, "name": g.name, "bus_id": g.bus_id, "compute_capability": g.compute_capability,
-        "numa_node": g.numa_node, "cpu_affinity": g.cpu_affinity,
-        "pcie": {"gen_max": g.pcie_gen_max, "width_max": g.pcie_width_max, "gen_load": g.pcie_gen_load,
-                 "width_load": g.pcie_width_load},
-        "bar1_bytes": g.bar1_bytes, "virtualization": g.virtualization,
+        "index": g.index,
+        "name": g.name,
+        "bus_id": g.bus_id,
+        "compute_capability": g.compute_capability,
+        "numa_node": g.numa_node,
+        "cpu_affinity": g.cpu_affinity,
+        "pcie": {
+            "gen_max": g.pcie_gen_max,
+            "width_max": g.pcie_width_max,
+            "gen_load": g.pcie_gen_load,
+            "width_load": g.pcie_width_load,
+        },
+        "bar1_bytes": g.bar1_bytes,
+        "virtualization": g.virtualization,
         "nvlink": {"links": g.nvlink_links, "to_switch": g.nvlink_to_switch},
-        "host_copies": {"h2d_gbps": g.h2d_gbps, "d2h_gbps": g.d2h_gbps, "d2d_gbps": g.d2d_gbps,
-                        "d2d_latency_us": g.d2d_latency_us},
+        "host_copies": {
+            "h2d_gbps": g.h2d_gbps,
+            "d2h_gbps": g.d2h_gbps,
+            "d2d_gbps": g.d2d_gbps,
+            "d2d_latency_us": g.d2d_latency_us,
+        },
         "verdict": max((f.level for f in mine), default=Level.PASS).word if mine else None,
         "findings": [finding_json(f) for f in mine],
     }
 
 
 def pair_json(ev: Evidence, p: PairEvidence, outcome: Outcome) -> dict[str, Any]:
-    pv = next((v for v in outcome.verdict.pairs if v.src == p.src and v.dst == p.dst), None) \
-        if outcome.verdict else None
+    pv = (
+        next((v for v in outcome.verdict.pairs if v.src == p.src and v.dst == p.dst), None) if outcome.verdict else None
+    )
     path = pv.path if pv else (link_kind(p.topology) or "unknown")
     return {
-        "src": p.src, "dst": p.dst, "src_gpu": _identity(ev.gpu(p.src)), "dst_gpu": _identity(ev.gpu(p.dst)),
-        "link": p.topology, "path": path, "route": describe_path(p.topology) if p.topology else None,
-        "p2p": pv.p2p if pv else None, "can_access_peer": p.can_access_peer,
+        "src": p.src,
+        "dst": p.dst,
+        "src_gpu": _identity(ev.gpu(p.src)),
+        "dst_gpu": _identity(ev.gpu(p.dst)),
+        "link": p.topology,
+        "path": path,
+        "route": describe_path(p.topology) if p.topology else None,
+        "p2p": pv.p2p if pv else None,
+        "can_access_peer": p.can_access_peer,
         "nvml_status": dict(p.nvml_status) or None,
         "figures": {"p2p": _figures(p.p2p), "staged": _figures(p.staged)},
         "skipped": p.p2p_skipped,
@@ -85,7 +110,8 @@ def outcome_json(outcome: Outcome) -> dict[str, Any]:
         "gpus": [gpu_json(g, gpu_findings) for g in ev.gpus] if ev else [],
         "pairs": [pair_json(ev, p, outcome) for p in ev.pairs] if ev else [],
         "nics": [{"gpu": gpu, "nic": nic, "link": link} for (gpu, nic), link in sorted(ev.nic_links.items())]
-        if ev else [],
+        if ev
+        else [],
         "nccl": ev.nccl if ev else None,
         "waived": dict(ev.waived) if ev else {},
         "regressions": [r.to_json() for r in outcome.regressions],

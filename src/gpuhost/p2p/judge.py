@@ -78,9 +78,13 @@ def _band(ratio: float, band: T.Band) -> Level:
 # -- GPUs ----------------------------------------------------------------------------------
 
 
-@check("host-link", title="Host-GPU copy bandwidth", group=GROUP,
-       meaning="pinned host<->GPU copies fall short of the PCIe line rate",
-       fix="check the link width under load, NUMA placement of the process and the IOMMU mode (iommu=pt)")
+@check(
+    "host-link",
+    title="Host-GPU copy bandwidth",
+    group=GROUP,
+    meaning="pinned host<->GPU copies fall short of the PCIe line rate",
+    fix="check the link width under load, NUMA placement of the process and the IOMMU mode (iommu=pt)",
+)
 def check_host_link(g: GpuEvidence) -> list[Finding]:
     out: list[Finding] = []
     rate = T.pcie_rate(g.pcie_gen_max, g.pcie_width_max)
@@ -89,54 +93,101 @@ def check_host_link(g: GpuEvidence) -> list[Finding]:
             continue
         ratio = value / rate
         level = _band(ratio, T.HOST_LINK)
-        out.append(Finding(level, "host-link", g.label,
-                           f"{name} {value:.1f} GB/s = {ratio:.0%} of PCIe Gen{g.pcie_gen_max} "
-                           f"x{g.pcie_width_max} ({rate:.1f} GB/s); pass at {T.HOST_LINK.pass_at:.0%}",
-                           None if level == Level.PASS else "host-link-slow"))
+        out.append(
+            Finding(
+                level,
+                "host-link",
+                g.label,
+                f"{name} {value:.1f} GB/s = {ratio:.0%} of PCIe Gen{g.pcie_gen_max} "
+                f"x{g.pcie_width_max} ({rate:.1f} GB/s); pass at {T.HOST_LINK.pass_at:.0%}",
+                None if level == Level.PASS else "host-link-slow",
+            )
+        )
     return out
 
 
-@check("link-width", title="PCIe link width", group=GROUP, meaning="the GPU's PCIe link trained narrower than the slot",
-       fix="reseat the card or riser, check lane sharing and bifurcation in the BIOS")
+@check(
+    "link-width",
+    title="PCIe link width",
+    group=GROUP,
+    meaning="the GPU's PCIe link trained narrower than the slot",
+    fix="reseat the card or riser, check lane sharing and bifurcation in the BIOS",
+)
 def check_link_width(g: GpuEvidence) -> list[Finding]:
     width = g.pcie_width_load if g.pcie_width_load is not None else g.pcie_width_idle
     if width is None or not g.pcie_width_max:
         return []
     if width <= g.pcie_width_max // 2:
-        return [Finding(Level.FAIL, "link-width", g.label, f"PCIe link runs x{width} of x{g.pcie_width_max}",
-                        "link-downtrained")]
+        return [
+            Finding(
+                Level.FAIL, "link-width", g.label, f"PCIe link runs x{width} of x{g.pcie_width_max}", "link-downtrained"
+            )
+        ]
     if width < g.pcie_width_max:
-        return [Finding(Level.WARN, "link-width", g.label, f"PCIe link runs x{width} of x{g.pcie_width_max}",
-                        "link-downtrained")]
+        return [
+            Finding(
+                Level.WARN, "link-width", g.label, f"PCIe link runs x{width} of x{g.pcie_width_max}", "link-downtrained"
+            )
+        ]
     return [Finding(Level.PASS, "link-width", g.label, f"PCIe x{width} as the slot allows")]
 
 
-@check("link-gen", title="PCIe link generation under load", group=GROUP,
-       meaning="the GPU's PCIe link runs below its generation while copying",
-       fix="check risers, BIOS PCIe speed settings and PCIe power management (pcie_aspm=off)")
+@check(
+    "link-gen",
+    title="PCIe link generation under load",
+    group=GROUP,
+    meaning="the GPU's PCIe link runs below its generation while copying",
+    fix="check risers, BIOS PCIe speed settings and PCIe power management (pcie_aspm=off)",
+)
 def check_link_gen(g: GpuEvidence) -> list[Finding]:
     if g.pcie_gen_load is None or not g.pcie_gen_max:
         return []
     behind = g.pcie_gen_max - g.pcie_gen_load
     level = Level.FAIL if behind >= 2 else Level.WARN if behind == 1 else Level.PASS
-    return [Finding(level, "link-gen", g.label, f"PCIe Gen{g.pcie_gen_load} under load, Gen{g.pcie_gen_max} possible",
-                    None if level == Level.PASS else "link-downtrained")]
+    return [
+        Finding(
+            level,
+            "link-gen",
+            g.label,
+            f"PCIe Gen{g.pcie_gen_load} under load, Gen{g.pcie_gen_max} possible",
+            None if level == Level.PASS else "link-downtrained",
+        )
+    ]
 
 
-@check("bar1", title="BAR1 size", group=GROUP, meaning="BAR1 is too small to map peer memory",
-       fix="enable Above-4G decoding and Resizable BAR in the host's BIOS")
+@check(
+    "bar1",
+    title="BAR1 size",
+    group=GROUP,
+    meaning="BAR1 is too small to map peer memory",
+    fix="enable Above-4G decoding and Resizable BAR in the host's BIOS",
+)
 def check_bar1(g: GpuEvidence, multi_gpu_pcie: bool) -> list[Finding]:
     if multi_gpu_pcie and g.bar1_bytes is not None and g.bar1_bytes < T.BAR1_MIN_BYTES:
-        return [Finding(Level.WARN, "bar1", g.label, f"BAR1 is {g.bar1_bytes >> 20} MiB: too small to map peer memory",
-                        "bar1-small")]
+        return [
+            Finding(
+                Level.WARN,
+                "bar1",
+                g.label,
+                f"BAR1 is {g.bar1_bytes >> 20} MiB: too small to map peer memory",
+                "bar1-small",
+            )
+        ]
     return []
 
 
 def judge_gpu(g: GpuEvidence, multi_gpu_pcie: bool) -> list[Finding]:
     out = check_host_link(g) + check_link_width(g) + check_link_gen(g)
     if g.integrity_failures:
-        out.append(Finding(Level.FAIL, "integrity", g.label,
-                           "local copy returned wrong data: " + "; ".join(g.integrity_failures[:3]), "integrity"))
+        out.append(
+            Finding(
+                Level.FAIL,
+                "integrity",
+                g.label,
+                "local copy returned wrong data: " + "; ".join(g.integrity_failures[:3]),
+                "integrity",
+            )
+        )
     return out + check_bar1(g, multi_gpu_pcie)
 
 
@@ -166,8 +217,9 @@ def _nvlink_links(ev: Evidence, p: PairEvidence) -> int:
     return nvlink_count(p.topology)
 
 
-def _line_rate(ev: Evidence, p: PairEvidence, kind: str,
-               link_override: tuple[int, int] | None) -> tuple[float | None, str]:
+def _line_rate(
+    ev: Evidence, p: PairEvidence, kind: str, link_override: tuple[int, int] | None
+) -> tuple[float | None, str]:
     a, b = ev.gpu(p.src), ev.gpu(p.dst)
     if kind == "nvlink":
         links = _nvlink_links(ev, p)
@@ -197,60 +249,115 @@ def _availability(p: PairEvidence) -> tuple[bool | None, str | None]:
     return nvml_ok, reason
 
 
-@check("p2p-status", title="Peer access", group=GROUP, meaning="CUDA or the driver refuses peer access for a pair",
-       fix="see the NVML reason: GPU model, platform topology, VM clique or a driver registry key")
+@check(
+    "p2p-status",
+    title="Peer access",
+    group=GROUP,
+    meaning="CUDA or the driver refuses peer access for a pair",
+    fix="see the NVML reason: GPU model, platform topology, VM clique or a driver registry key",
+)
 def check_status(p: PairEvidence, available: bool | None, reason: str | None, expect_p2p: bool) -> list[Finding]:
     out: list[Finding] = []
     s = p.label
     if p.can_access_peer is not None and reason is not None and p.can_access_peer:
-        out.append(Finding(Level.WARN, "p2p-status", s,
-                           f"CUDA allows peer access but NVML reports {reason} ({NVML_REASONS.get(reason, reason)})",
-                           "status-disagree"))
+        out.append(
+            Finding(
+                Level.WARN,
+                "p2p-status",
+                s,
+                f"CUDA allows peer access but NVML reports {reason} ({NVML_REASONS.get(reason, reason)})",
+                "status-disagree",
+            )
+        )
     if available is False:
         why = f"NVML: {reason} ({NVML_REASONS.get(reason, reason)})" if reason else "CUDA: cannot access peer"
         if expect_p2p:
-            out.append(Finding(Level.FAIL, "p2p-status", s, f"P2P unavailable, {why}",
-                               f"nvml-{reason}" if reason else "no-peer-access"))
+            out.append(
+                Finding(
+                    Level.FAIL,
+                    "p2p-status",
+                    s,
+                    f"P2P unavailable, {why}",
+                    f"nvml-{reason}" if reason else "no-peer-access",
+                )
+            )
         else:
             out.append(Finding(Level.PASS, "p2p-status", s, f"P2P unavailable as expected ({why})"))
     elif available:
-        out.append(Finding(Level.PASS, "p2p-status", s, "P2P available"
-                           + (f" (NVML read/write {p.nvml_status.get('read')}/{p.nvml_status.get('write')})"
-                              if p.nvml_status else "")))
+        out.append(
+            Finding(
+                Level.PASS,
+                "p2p-status",
+                s,
+                "P2P available"
+                + (
+                    f" (NVML read/write {p.nvml_status.get('read')}/{p.nvml_status.get('write')})"
+                    if p.nvml_status
+                    else ""
+                ),
+            )
+        )
     return out
 
 
-@check("p2p-measured", title="Peer copies measured", group=GROUP, meaning="the peer path was not measured",
-       fix="rerun with peer measurements")
+@check(
+    "p2p-measured",
+    title="Peer copies measured",
+    group=GROUP,
+    meaning="the peer path was not measured",
+    fix="rerun with peer measurements",
+)
 def check_measured(p: PairEvidence) -> list[Finding]:
     if p.p2p_skipped and (p.p2p is None or p.p2p.empty):
-        return [Finding(Level.WARN, "p2p-measured", p.label, f"peer copies not measured: {p.p2p_skipped}",
-                        "not-measured")]
+        return [
+            Finding(Level.WARN, "p2p-measured", p.label, f"peer copies not measured: {p.p2p_skipped}", "not-measured")
+        ]
     return []
 
 
-@check("p2p-latency", title="16-byte peer copy latency", group=GROUP,
-       meaning="a small peer copy takes as long as a trip through host memory, or longer than its link gives",
-       fix="PCIe: check switch hops, ACS, the hypervisor; NVLink: lanes, NVSwitch and the fabric manager")
+@check(
+    "p2p-latency",
+    title="16-byte peer copy latency",
+    group=GROUP,
+    meaning="a small peer copy takes as long as a trip through host memory, or longer than its link gives",
+    fix="PCIe: check switch hops, ACS, the hypervisor; NVLink: lanes, NVSwitch and the fabric manager",
+)
 def check_latency(p: PairEvidence, kind: str) -> list[Finding]:
     lat = p.p2p.latency_us if p.p2p else None
     if lat is None:
         return []
     line = T.latency_line(kind)
     if lat > line.warn_us:
-        return [Finding(Level.FAIL, "p2p-latency", p.label,
-                        f"16-byte peer copy takes {lat:.1f} us (limit {line.warn_us:.0f}): "
-                        "the time of a trip through host memory", "p2p-not-engaged")]
+        return [
+            Finding(
+                Level.FAIL,
+                "p2p-latency",
+                p.label,
+                f"16-byte peer copy takes {lat:.1f} us (limit {line.warn_us:.0f}): "
+                "the time of a trip through host memory",
+                "p2p-not-engaged",
+            )
+        ]
     if lat > line.pass_us:
-        return [Finding(Level.WARN, "p2p-latency", p.label,
-                        f"16-byte peer copy takes {lat:.1f} us (pass at {line.pass_us:.0f} over {kind})",
-                        "nvlink-slow-latency" if kind == "nvlink" else "p2p-slow-latency")]
+        return [
+            Finding(
+                Level.WARN,
+                "p2p-latency",
+                p.label,
+                f"16-byte peer copy takes {lat:.1f} us (pass at {line.pass_us:.0f} over {kind})",
+                "nvlink-slow-latency" if kind == "nvlink" else "p2p-slow-latency",
+            )
+        ]
     return [Finding(Level.PASS, "p2p-latency", p.label, f"16-byte peer copy {lat:.2f} us")]
 
 
-@check("p2p-vs-staged", title="Peer path against host staging", group=GROUP,
-       meaning="peer copies are no faster than copies staged through host memory",
-       fix="the peer path is not engaged: see the latency finding")
+@check(
+    "p2p-vs-staged",
+    title="Peer path against host staging",
+    group=GROUP,
+    meaning="peer copies are no faster than copies staged through host memory",
+    fix="the peer path is not engaged: see the latency finding",
+)
 def check_vs_staged(p: PairEvidence, kind: str) -> list[Finding]:
     fig, staged = p.p2p, p.staged
     if fig is None or staged is None or staged.empty:
@@ -259,19 +366,35 @@ def check_vs_staged(p: PairEvidence, kind: str) -> list[Finding]:
     line = T.latency_line(kind)
     lat = fig.latency_us
     if lat is not None and staged.latency_us is not None and lat * T.LATENCY_GAIN_MIN > staged.latency_us:
-        out.append(Finding(Level.FAIL if lat > line.pass_us else Level.WARN, "p2p-vs-staged", p.label,
-                           f"peer copy latency {lat:.1f} us is not well below the staged {staged.latency_us:.1f} us",
-                           "p2p-not-engaged"))
+        out.append(
+            Finding(
+                Level.FAIL if lat > line.pass_us else Level.WARN,
+                "p2p-vs-staged",
+                p.label,
+                f"peer copy latency {lat:.1f} us is not well below the staged {staged.latency_us:.1f} us",
+                "p2p-not-engaged",
+            )
+        )
     if fig.uni_gbps is not None and staged.uni_gbps is not None and fig.uni_gbps <= staged.uni_gbps:
-        out.append(Finding(Level.WARN, "p2p-vs-staged", p.label,
-                           f"peer copies ({fig.uni_gbps:.1f} GB/s) are no faster than staged ones "
-                           f"({staged.uni_gbps:.1f} GB/s)", "p2p-no-gain"))
+        out.append(
+            Finding(
+                Level.WARN,
+                "p2p-vs-staged",
+                p.label,
+                f"peer copies ({fig.uni_gbps:.1f} GB/s) are no faster than staged ones ({staged.uni_gbps:.1f} GB/s)",
+                "p2p-no-gain",
+            )
+        )
     return out
 
 
-@check("uni-bandwidth", title="One-way peer bandwidth", group=GROUP,
-       meaning="one-way peer copies fall short of the link's line rate",
-       fix="PCIe: ACS on switches, link width, the inter-socket link; NVLink: inactive lanes, NVSwitch, fabric manager")
+@check(
+    "uni-bandwidth",
+    title="One-way peer bandwidth",
+    group=GROUP,
+    meaning="one-way peer copies fall short of the link's line rate",
+    fix="PCIe: ACS on switches, link width, the inter-socket link; NVLink: inactive lanes, NVSwitch, fabric manager",
+)
 def check_uni(ev: Evidence, p: PairEvidence, kind: str, link_override: tuple[int, int] | None) -> list[Finding]:
     fig = p.p2p
     if fig is None or fig.uni_gbps is None:
@@ -289,17 +412,29 @@ def check_uni(ev: Evidence, p: PairEvidence, kind: str, link_override: tuple[int
     if kind == "nvlink" and link_kind(p.topology) != "nvlink" and p.nvml_status.get("nvlink") != "OK":
         caveat = ", NVLink inferred from the rate"
     elif kind != "nvlink" and not near:
-        caveat = ", topology hidden by the VM" if ev.in_vm and p.topology else (
-            "" if p.topology else ", topology unknown")
+        caveat = (
+            ", topology hidden by the VM" if ev.in_vm and p.topology else ("" if p.topology else ", topology unknown")
+        )
     cause = None if level == Level.PASS else ("nvlink-low" if kind == "nvlink" else "uni-low")
-    return [Finding(level, "uni-bandwidth", p.label,
-                    f"{fig.uni_gbps:.1f} GB/s = {ratio:.0%} of {rate_name} ({rate:.1f} GB/s); "
-                    f"pass at {band.pass_at:.0%}" + caveat, cause)]
+    return [
+        Finding(
+            level,
+            "uni-bandwidth",
+            p.label,
+            f"{fig.uni_gbps:.1f} GB/s = {ratio:.0%} of {rate_name} ({rate:.1f} GB/s); "
+            f"pass at {band.pass_at:.0%}" + caveat,
+            cause,
+        )
+    ]
 
 
-@check("bidi-bandwidth", title="Both-way peer bandwidth", group=GROUP,
-       meaning="copies both ways at once barely beat one way",
-       fix="traffic is funnelled: ACS redirection, a shared uplink, or NVLink lanes down")
+@check(
+    "bidi-bandwidth",
+    title="Both-way peer bandwidth",
+    group=GROUP,
+    meaning="copies both ways at once barely beat one way",
+    fix="traffic is funnelled: ACS redirection, a shared uplink, or NVLink lanes down",
+)
 def check_bidi(p: PairEvidence, kind: str) -> list[Finding]:
     fig = p.p2p
     if fig is None or not fig.uni_gbps or fig.bidi_gbps is None:
@@ -307,31 +442,58 @@ def check_bidi(p: PairEvidence, kind: str) -> list[Finding]:
     ratio = fig.bidi_gbps / fig.uni_gbps
     level = _band(ratio, T.BIDI_OVER_UNI)
     cause = None if level == Level.PASS else ("nvlink-low" if kind == "nvlink" else "bidi-low")
-    return [Finding(level, "bidi-bandwidth", p.label,
-                    f"both ways {fig.bidi_gbps:.1f} GB/s = {ratio:.2f}x one way; pass at "
-                    f"{T.BIDI_OVER_UNI.pass_at}x", cause)]
+    return [
+        Finding(
+            level,
+            "bidi-bandwidth",
+            p.label,
+            f"both ways {fig.bidi_gbps:.1f} GB/s = {ratio:.2f}x one way; pass at {T.BIDI_OVER_UNI.pass_at}x",
+            cause,
+        )
+    ]
 
 
-@check("integrity", title="Data integrity", group=GROUP, meaning="a copy delivered wrong data",
-       fix="set NCCL_P2P_DISABLE=1 until fixed: boot the host with iommu=pt; in a VM, check the GPUDirect clique")
+@check(
+    "integrity",
+    title="Data integrity",
+    group=GROUP,
+    meaning="a copy delivered wrong data",
+    fix="set NCCL_P2P_DISABLE=1 until fixed: boot the host with iommu=pt; in a VM, check the GPUDirect clique",
+)
 def check_integrity(p: PairEvidence) -> list[Finding]:
     out: list[Finding] = []
     for name, path in (("peer", p.p2p), ("staged", p.staged)):
         if path is None:
             continue
         if path.integrity_failures:
-            out.append(Finding(Level.FAIL, "integrity", p.label,
-                               f"{name} copies delivered wrong data: " + "; ".join(path.integrity_failures[:3]),
-                               "integrity"))
+            out.append(
+                Finding(
+                    Level.FAIL,
+                    "integrity",
+                    p.label,
+                    f"{name} copies delivered wrong data: " + "; ".join(path.integrity_failures[:3]),
+                    "integrity",
+                )
+            )
         elif path.integrity_checked:
-            out.append(Finding(Level.PASS, "integrity", p.label,
-                               f"{name} copies: {path.integrity_checked} destinations checked, all correct"))
+            out.append(
+                Finding(
+                    Level.PASS,
+                    "integrity",
+                    p.label,
+                    f"{name} copies: {path.integrity_checked} destinations checked, all correct",
+                )
+            )
     return out
 
 
-@check("staged-bandwidth", title="Host-staged copy bandwidth", group=GROUP,
-       meaning="copies through host memory are slow (judged when P2P is not expected)",
-       fix="check host links and NUMA placement")
+@check(
+    "staged-bandwidth",
+    title="Host-staged copy bandwidth",
+    group=GROUP,
+    meaning="copies through host memory are slow (judged when P2P is not expected)",
+    fix="check host links and NUMA placement",
+)
 def check_staged_bandwidth(ev: Evidence, p: PairEvidence, link_override: tuple[int, int] | None) -> list[Finding]:
     staged = p.staged
     if staged is None or staged.uni_gbps is None:
@@ -341,26 +503,43 @@ def check_staged_bandwidth(ev: Evidence, p: PairEvidence, link_override: tuple[i
         return []
     ratio = staged.uni_gbps / rate
     level = Level.PASS if ratio >= T.STAGED_SHARE_OF_LINK else Level.WARN
-    return [Finding(level, "staged-bandwidth", p.label,
-                    f"staged {staged.uni_gbps:.1f} GB/s = {ratio:.0%} of {rate_name}; "
-                    f"pass at {T.STAGED_SHARE_OF_LINK:.0%}", None if level == Level.PASS else "staged-slow")]
+    return [
+        Finding(
+            level,
+            "staged-bandwidth",
+            p.label,
+            f"staged {staged.uni_gbps:.1f} GB/s = {ratio:.0%} of {rate_name}; pass at {T.STAGED_SHARE_OF_LINK:.0%}",
+            None if level == Level.PASS else "staged-slow",
+        )
+    ]
 
 
-@check("staged-latency", title="Host-staged copy latency", group=GROUP,
-       meaning="a small copy through host memory takes too long (judged when P2P is not expected)",
-       fix="check host links and NUMA placement")
+@check(
+    "staged-latency",
+    title="Host-staged copy latency",
+    group=GROUP,
+    meaning="a small copy through host memory takes too long (judged when P2P is not expected)",
+    fix="check host links and NUMA placement",
+)
 def check_staged_latency(p: PairEvidence) -> list[Finding]:
     staged = p.staged
     if staged is None or staged.latency_us is None:
         return []
     level = Level.PASS if staged.latency_us <= T.STAGED_LATENCY_MAX_US else Level.WARN
-    return [Finding(level, "staged-latency", p.label,
-                    f"staged 16-byte copy {staged.latency_us:.1f} us; pass at {T.STAGED_LATENCY_MAX_US:.0f}",
-                    None if level == Level.PASS else "staged-slow")]
+    return [
+        Finding(
+            level,
+            "staged-latency",
+            p.label,
+            f"staged 16-byte copy {staged.latency_us:.1f} us; pass at {T.STAGED_LATENCY_MAX_US:.0f}",
+            None if level == Level.PASS else "staged-slow",
+        )
+    ]
 
 
-def judge_pair(ev: Evidence, p: PairEvidence, *, expect_p2p: bool = True,
-               link_override: tuple[int, int] | None = None) -> PairVerdict:
+def judge_pair(
+    ev: Evidence, p: PairEvidence, *, expect_p2p: bool = True, link_override: tuple[int, int] | None = None
+) -> PairVerdict:
     kind = _path_kind(ev, p)
     available, reason = _availability(p)
     state = {True: "available", False: "unavailable", None: "unknown"}[available]
@@ -376,23 +555,29 @@ def judge_pair(ev: Evidence, p: PairEvidence, *, expect_p2p: bool = True,
     if p.p2p is None or p.p2p.empty:
         v.findings.extend(check_measured(p))
         return v
-    v.findings.extend(check_latency(p, kind) + check_vs_staged(p, kind) + check_uni(ev, p, kind, link_override)
-                      + check_bidi(p, kind))
+    v.findings.extend(
+        check_latency(p, kind) + check_vs_staged(p, kind) + check_uni(ev, p, kind, link_override) + check_bidi(p, kind)
+    )
     return v
 
 
 # -- the machine ---------------------------------------------------------------------------
 
 
-@check("p2p-waived", title="Peer tests the tool skipped", group=GROUP,
-       meaning="nvbandwidth waived a device-to-device test: the driver refused to map peer memory",
-       fix="P2P is unavailable between these GPUs: see nvidia-smi topo -p2p r for the reason")
+@check(
+    "p2p-waived",
+    title="Peer tests the tool skipped",
+    group=GROUP,
+    meaning="nvbandwidth waived a device-to-device test: the driver refused to map peer memory",
+    fix="P2P is unavailable between these GPUs: see nvidia-smi topo -p2p r for the reason",
+)
 def check_waived(ev: Evidence, expect_p2p: bool) -> list[Finding]:
     out: list[Finding] = []
     for test, why in ev.waived.items():
         if expect_p2p:
-            out.append(Finding(Level.FAIL, "p2p-waived", "machine", f"{ev.source} waived {test}: {why}",
-                               "no-peer-access"))
+            out.append(
+                Finding(Level.FAIL, "p2p-waived", "machine", f"{ev.source} waived {test}: {why}", "no-peer-access")
+            )
         else:
             out.append(Finding(Level.PASS, "p2p-waived", "machine", f"{ev.source} waived {test} as expected ({why})"))
     return out
@@ -402,27 +587,40 @@ def check_machine_integrity(ev: Evidence) -> list[Finding]:
     """Data errors a tool reported without naming the pair (reported under the ``integrity`` check)."""
     if not ev.integrity_failures:
         return []
-    return [Finding(Level.FAIL, "integrity", "machine",
-                    f"{ev.source} found wrong data after a copy: " + "; ".join(ev.integrity_failures[:3]),
-                    "integrity")]
+    return [
+        Finding(
+            Level.FAIL,
+            "integrity",
+            "machine",
+            f"{ev.source} found wrong data after a copy: " + "; ".join(ev.integrity_failures[:3]),
+            "integrity",
+        )
+    ]
 
 
-@check("nccl", title="NCCL all-reduce", group=GROUP, meaning="NCCL's all-reduce failed or returned a wrong result",
-       fix="rerun with NCCL_DEBUG=INFO; look for 'via SHM' (no P2P) or hangs after init")
+@check(
+    "nccl",
+    title="NCCL all-reduce",
+    group=GROUP,
+    meaning="NCCL's all-reduce failed or returned a wrong result",
+    fix="rerun with NCCL_DEBUG=INFO; look for 'via SHM' (no P2P) or hangs after init",
+)
 def check_nccl(nccl: dict[str, object]) -> list[Finding]:
     if "skipped" in nccl:
         return []
     if "error" in nccl:
-        return [Finding(Level.WARN, "nccl", "machine", f"NCCL all-reduce did not complete: {nccl['error']}",
-                        "nccl-failed")]
+        return [
+            Finding(Level.WARN, "nccl", "machine", f"NCCL all-reduce did not complete: {nccl['error']}", "nccl-failed")
+        ]
     if nccl.get("correct") is False:
         wrong = nccl.get("wrong")
         detail = f" ({wrong} wrong values)" if wrong else ""
         return [Finding(Level.FAIL, "nccl", "machine", f"NCCL all-reduce returned a wrong sum{detail}", "integrity")]
     busbw = nccl.get("busbw_gbps")
     bw = f": bus bandwidth {busbw} GB/s" if busbw is not None else ""
-    return [Finding(Level.PASS, "nccl", "machine",
-                    f"NCCL all-reduce over {nccl.get('world_size')} GPUs{bw}, correct sum")]
+    return [
+        Finding(Level.PASS, "nccl", "machine", f"NCCL all-reduce over {nccl.get('world_size')} GPUs{bw}, correct sum")
+    ]
 
 
 def judge(ev: Evidence, *, expect_p2p: bool = True, link_override: tuple[int, int] | None = None) -> Verdict:
@@ -440,8 +638,11 @@ def judge(ev: Evidence, *, expect_p2p: bool = True, link_override: tuple[int, in
     verdict.machine_findings.extend(check_waived(ev, expect_p2p) + check_machine_integrity(ev))
     if ev.nccl:
         verdict.machine_findings.extend(check_nccl(ev.nccl))
-    if not any(pv.findings for pv in verdict.pairs) and ev.pairs and all(
-            p.p2p is None and p.staged is None for p in ev.pairs):
+    if (
+        not any(pv.findings for pv in verdict.pairs)
+        and ev.pairs
+        and all(p.p2p is None and p.staged is None for p in ev.pairs)
+    ):
         verdict.notes.append("no copies measured: status only")
     return verdict
 

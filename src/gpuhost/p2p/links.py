@@ -34,7 +34,7 @@ def is_link(cell: str) -> bool:
 
 
 def link_kind(link: str | None) -> str | None:
-    """"nvlink", "pcie", or None when the link is not known."""
+    """ "nvlink", "pcie", or None when the link is not known."""
     if nvlink_count(link):
         return "nvlink"
     if link in PCIE_LINKS:

@@ -12,9 +12,25 @@ from dataclasses import replace
 
 from gpuhost.p2p.evidence import Evidence, GpuEvidence, PairEvidence
 
-_GPU_FIELDS = ("name", "bus_id", "compute_capability", "pcie_gen_max", "pcie_width_max", "pcie_gen_load",
-               "pcie_width_load", "pcie_width_idle", "bar1_bytes", "memory_bytes", "virtualization", "h2d_gbps",
-               "d2h_gbps", "d2d_gbps", "d2d_latency_us", "cpu_affinity", "numa_node")
+_GPU_FIELDS = (
+    "name",
+    "bus_id",
+    "compute_capability",
+    "pcie_gen_max",
+    "pcie_width_max",
+    "pcie_gen_load",
+    "pcie_width_load",
+    "pcie_width_idle",
+    "bar1_bytes",
+    "memory_bytes",
+    "virtualization",
+    "h2d_gbps",
+    "d2h_gbps",
+    "d2d_gbps",
+    "d2d_latency_us",
+    "cpu_affinity",
+    "numa_node",
+)
 _PAIR_FIELDS = ("topology", "can_access_peer", "p2p", "staged", "p2p_skipped")
 
 
@@ -38,9 +54,15 @@ def _pair(into: PairEvidence, other: PairEvidence) -> None:
 
 def merge(first: Evidence, *others: Evidence) -> Evidence:
     """One :class:`Evidence` from captures of one machine, in the order given."""
-    out = replace(first, gpus=[replace(g) for g in first.gpus], pairs=[replace(p) for p in first.pairs],
-                  notes=list(first.notes), partial=list(first.partial), waived=dict(first.waived),
-                  integrity_failures=list(first.integrity_failures))
+    out = replace(
+        first,
+        gpus=[replace(g) for g in first.gpus],
+        pairs=[replace(p) for p in first.pairs],
+        notes=list(first.notes),
+        partial=list(first.partial),
+        waived=dict(first.waived),
+        integrity_failures=list(first.integrity_failures),
+    )
     sources = [first.source]
     for ev in others:
         sources.append(ev.source)
@@ -71,7 +93,10 @@ def merge(first: Evidence, *others: Evidence) -> Evidence:
     out.gpus.sort(key=lambda g: g.index)
     out.pairs.sort(key=lambda p: (p.src, p.dst))
     if any(p.topology for p in out.pairs):
-        out.notes = [n for n in out.notes if "does not say how the GPUs are linked" not in n
-                     and "shows how the GPUs are linked, not whether" not in n]
+        out.notes = [
+            n
+            for n in out.notes
+            if "does not say how the GPUs are linked" not in n and "shows how the GPUs are linked, not whether" not in n
+        ]
     out.source = " + ".join(dict.fromkeys(sources))
     return out

@@ -37,8 +37,18 @@ class ProbeOptions:
     extra: list[str] = field(default_factory=list)
 
     def args(self) -> list[str]:
-        out = ["--size-mib", str(self.size_mib), "--reps", str(self.reps), "--samples", str(self.samples),
-               "--deadline-s", f"{self.deadline_s:g}", "--nccl", "auto" if self.nccl else "off"]
+        out = [
+            "--size-mib",
+            str(self.size_mib),
+            "--reps",
+            str(self.reps),
+            "--samples",
+            str(self.samples),
+            "--deadline-s",
+            f"{self.deadline_s:g}",
+            "--nccl",
+            "auto" if self.nccl else "off",
+        ]
         if self.devices:
             out += ["--devices", ",".join(str(d) for d in self.devices)]
         if not self.pairs:
@@ -56,8 +66,16 @@ def run_probe(conn: Connection, options: ProbeOptions, *, ctid: int | None = Non
     """
     where = conn.name if ctid is None else f"{conn.name} CT {ctid}"
     try:
-        out = run_tool(conn, build_probe_zip(), options.args(), name="probe.pyz", ctid=ctid,
-                       timeout=options.deadline_s + 120, output="text", ok_codes=None)
+        out = run_tool(
+            conn,
+            build_probe_zip(),
+            options.args(),
+            name="probe.pyz",
+            ctid=ctid,
+            timeout=options.deadline_s + 120,
+            output="text",
+            ok_codes=None,
+        )
     except ToolFailed as exc:
         hint = _HINTS.get(exc.exit_code_of_command, "")
         raise ProbeError(f"{where}: {exc}{hint}") from None

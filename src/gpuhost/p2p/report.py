@@ -152,8 +152,7 @@ def parse_report(data: dict[str, Any], *, source: str = "probe output") -> Probe
     """Validate a decoded report; :class:`ProbeError` says what is wrong and where."""
     version = data.get("schema_version")
     if version != SCHEMA_VERSION:
-        raise ProbeError(f"{source}: probe report schema_version {version!r}, this gpuhost reads "
-                         f"{SCHEMA_VERSION}")
+        raise ProbeError(f"{source}: probe report schema_version {version!r}, this gpuhost reads {SCHEMA_VERSION}")
     try:
         return ProbeReport.model_validate(data)
     except ValidationError as exc:

@@ -23,8 +23,16 @@ from gpuhost.p2p.judge import Finding, Level, Verdict, judge
 from gpuhost.p2p.merge import merge
 from gpuhost.p2p.report import ProbeReport
 
-__all__ = ["EXIT_CANNOT_RUN", "JSON_SCHEMA", "Outcome", "Settings", "judge_evidence", "judge_files",
-           "outcome_from_report", "parse_link"]
+__all__ = [
+    "EXIT_CANNOT_RUN",
+    "JSON_SCHEMA",
+    "Outcome",
+    "Settings",
+    "judge_evidence",
+    "judge_files",
+    "outcome_from_report",
+    "parse_link",
+]
 EXIT_CANNOT_RUN = 2
 
 
@@ -68,30 +76,43 @@ def _nothing_judged(ev: Evidence, verdict: Verdict) -> str | None:
     if verdict.findings:
         return None
     if ev.pairs and all(p.topology and p.p2p is None and not p.nvml_status for p in ev.pairs):
-        return ("no measurement: a topology shows which path each pair would take, not whether P2P works; add a "
-                "bandwidth or status capture (--from-file again) or run gpuhost verify p2p on the machine")
+        return (
+            "no measurement: a topology shows which path each pair would take, not whether P2P works; add a "
+            "bandwidth or status capture (--from-file again) or run gpuhost verify p2p on the machine"
+        )
     if ev.pairs and all(p.nvml_status and not {"read", "write"} & set(p.nvml_status) for p in ev.pairs):
         caps = sorted({cap for p in ev.pairs for cap in p.nvml_status})
-        return (f"no measurement: the status shows only {', '.join(caps)}; 'nvidia-smi topo -p2p r' and 'w' "
-                "(read and write) decide whether P2P works")
+        return (
+            f"no measurement: the status shows only {', '.join(caps)}; 'nvidia-smi topo -p2p r' and 'w' "
+            "(read and write) decide whether P2P works"
+        )
     if ev.partial:
         return "no measurement: " + "; ".join(ev.partial)
     if ev.measured:
-        return ("no measurement that can be judged here: the figures need a line rate (--link GENxWIDTH) or a "
-                "topology capture")
+        return (
+            "no measurement that can be judged here: the figures need a line rate (--link GENxWIDTH) or a "
+            "topology capture"
+        )
     return "no measurement in the input"
 
 
-def judge_evidence(target: str, ev: Evidence, settings: Settings, *, report: ProbeReport | None = None,
-                   raw_report: dict[str, Any] | None = None) -> Outcome:
+def judge_evidence(
+    target: str,
+    ev: Evidence,
+    settings: Settings,
+    *,
+    report: ProbeReport | None = None,
+    raw_report: dict[str, Any] | None = None,
+) -> Outcome:
     verdict = judge(ev, expect_p2p=settings.expect_p2p, link_override=settings.link)
     regressions: list[Regression] = []
     if settings.baseline is not None:
         regressions = compare(ev, settings.baseline)
         verdict.machine_findings.extend(r.to_finding() for r in regressions)
     if report is not None and report.status == "deadline":
-        verdict.machine_findings.append(Finding(Level.FAIL, "probe", "machine",
-                                                "the probe hit its deadline; figures are partial", None))
+        verdict.machine_findings.append(
+            Finding(Level.FAIL, "probe", "machine", "the probe hit its deadline; figures are partial", None)
+        )
     why = _nothing_judged(ev, verdict)
     diagnosis = [] if why else diagnose(verdict, ev)
     if diagnosis and ev.partial:
@@ -107,12 +128,16 @@ def cannot_run(target: str, report: ProbeReport, raw_report: dict[str, Any] | No
         reasons.append(f"{issue.stage}: {issue.message}{hint}")
     facts = []
     for g in report.gpus:
-        facts.append(f"NVML sees GPU{g.index}: {g.name or '?'} at {g.bus_id or '?'}"
-                     + (f", PCIe Gen{g.pcie.gen_max} x{g.pcie.width_max}" if g.pcie.gen_max else ""))
+        facts.append(
+            f"NVML sees GPU{g.index}: {g.name or '?'} at {g.bus_id or '?'}"
+            + (f", PCIe Gen{g.pcie.gen_max} x{g.pcie.width_max}" if g.pcie.gen_max else "")
+        )
     for p in report.pairs:
         if p.nvml and p.nvml.status:
-            facts.append(f"NVML GPU{p.src}->GPU{p.dst}: read {p.nvml.status.get('read')}, "
-                         f"write {p.nvml.status.get('write')}, topology {p.nvml.topology}")
+            facts.append(
+                f"NVML GPU{p.src}->GPU{p.dst}: read {p.nvml.status.get('read')}, "
+                f"write {p.nvml.status.get('write')}, topology {p.nvml.topology}"
+            )
     smi = report.nvidia_smi or {}
     if smi.get("available") is False:
         facts.append(f"nvidia-smi: {smi.get('error')}")
@@ -128,8 +153,9 @@ def cannot_run(target: str, report: ProbeReport, raw_report: dict[str, Any] | No
     return Outcome(target, None, None, [], report, raw_report, cannot_run=why, facts=facts)
 
 
-def outcome_from_report(target: str, report: ProbeReport, settings: Settings,
-                        raw_report: dict[str, Any] | None = None) -> Outcome:
+def outcome_from_report(
+    target: str, report: ProbeReport, settings: Settings, raw_report: dict[str, Any] | None = None
+) -> Outcome:
     if report.status == "cannot_run" or not any(g.measured for g in report.gpus):
         return cannot_run(target, report, raw_report)
     return judge_evidence(target, evidence_from_report(report), settings, report=report, raw_report=raw_report)
@@ -174,8 +200,15 @@ def judge_files(paths: Sequence[Path], settings: Settings) -> Outcome:
     return judge_evidence(target, ev, settings, report=report, raw_report=raw)
 
 
-def probe_target(conn: Any, target: str, settings: Settings, *, options: Any, ctid: int | None = None,
-                 save_report: Path | None = None) -> Outcome:
+def probe_target(
+    conn: Any,
+    target: str,
+    settings: Settings,
+    *,
+    options: Any,
+    ctid: int | None = None,
+    save_report: Path | None = None,
+) -> Outcome:
     """Run the probe through ``conn`` (on the node, or in CT ``ctid``) and judge its report."""
     from gpuhost.p2p.remote import run_probe
 

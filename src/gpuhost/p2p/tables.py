@@ -81,16 +81,22 @@ def gpu_table(ev: Evidence, verdict: Verdict) -> Table | None:
     if not ev.gpus or not any(g.name or g.h2d_gbps for g in ev.gpus):
         return None
     t = Table(title="GPUs", title_justify="left")
-    for col in ("GPU", "name", "PCIe max", "under load", "BAR1", "mode", "H2D GB/s", "D2H GB/s", "D2D GB/s",
-                "verdict"):
+    for col in ("GPU", "name", "PCIe max", "under load", "BAR1", "mode", "H2D GB/s", "D2H GB/s", "D2D GB/s", "verdict"):
         t.add_column(col)
     for g in ev.gpus:
         level = max((f.level for f in verdict.gpu_findings if f.subject == g.label), default=Level.PASS)
-        t.add_row(g.label, g.name or "-",
-                  f"Gen{g.pcie_gen_max} x{g.pcie_width_max}" if g.pcie_gen_max else "-",
-                  f"Gen{g.pcie_gen_load} x{g.pcie_width_load}" if g.pcie_gen_load else "-",
-                  f"{g.bar1_bytes >> 30} GiB" if g.bar1_bytes else "-", g.virtualization or "-",
-                  _fmt(g.h2d_gbps), _fmt(g.d2h_gbps), _fmt(g.d2d_gbps, 0), Text(level.word, style=STYLE[level]))
+        t.add_row(
+            g.label,
+            g.name or "-",
+            f"Gen{g.pcie_gen_max} x{g.pcie_width_max}" if g.pcie_gen_max else "-",
+            f"Gen{g.pcie_gen_load} x{g.pcie_width_load}" if g.pcie_gen_load else "-",
+            f"{g.bar1_bytes >> 30} GiB" if g.bar1_bytes else "-",
+            g.virtualization or "-",
+            _fmt(g.h2d_gbps),
+            _fmt(g.d2h_gbps),
+            _fmt(g.d2d_gbps, 0),
+            Text(level.word, style=STYLE[level]),
+        )
     return t
 
 
@@ -98,16 +104,36 @@ def pair_table(ev: Evidence, verdict: Verdict) -> Table | None:
     if not verdict.pairs:
         return None
     t = Table(title="pairs", title_justify="left")
-    for col in ("pair", "link", "path", "P2P", "one-way GB/s", "both GB/s", "lat us", "staged GB/s", "staged us",
-                "verdict", "worst finding"):
+    for col in (
+        "pair",
+        "link",
+        "path",
+        "P2P",
+        "one-way GB/s",
+        "both GB/s",
+        "lat us",
+        "staged GB/s",
+        "staged us",
+        "verdict",
+        "worst finding",
+    ):
         t.add_column(col)
     for pv in verdict.pairs:
         p = ev.pair(pv.src, pv.dst)
         assert p is not None
-        t.add_row(pv.label, p.topology or "-", pv.path, pv.p2p, _fmt(p.p2p.uni_gbps if p.p2p else None),
-                  _fmt(p.p2p.bidi_gbps if p.p2p else None), _fmt(p.p2p.latency_us if p.p2p else None, 2),
-                  _fmt(p.staged.uni_gbps if p.staged else None), _fmt(p.staged.latency_us if p.staged else None, 2),
-                  Text(pv.level.word, style=STYLE[pv.level]), _worst(pv))
+        t.add_row(
+            pv.label,
+            p.topology or "-",
+            pv.path,
+            pv.p2p,
+            _fmt(p.p2p.uni_gbps if p.p2p else None),
+            _fmt(p.p2p.bidi_gbps if p.p2p else None),
+            _fmt(p.p2p.latency_us if p.p2p else None, 2),
+            _fmt(p.staged.uni_gbps if p.staged else None),
+            _fmt(p.staged.latency_us if p.staged else None, 2),
+            Text(pv.level.word, style=STYLE[pv.level]),
+            _worst(pv),
+        )
     return t
 
 
@@ -150,8 +176,10 @@ def numa_lines(ev: Evidence) -> list[str]:
     for g in ev.gpus:
         if g.numa_node is not None or g.cpu_affinity is not None:
             nodes.setdefault((g.numa_node or "?", g.cpu_affinity or "?"), []).append(g.index)
-    return [f"NUMA node {node} (CPUs {cpus}): " + ", ".join(f"GPU{i}" for i in idx)
-            for (node, cpus), idx in sorted(nodes.items())]
+    return [
+        f"NUMA node {node} (CPUs {cpus}): " + ", ".join(f"GPU{i}" for i in idx)
+        for (node, cpus), idx in sorted(nodes.items())
+    ]
 
 
 def _topology(ev: Evidence) -> list[RenderableType]:
@@ -186,8 +214,7 @@ def render(outcome: Outcome) -> list[RenderableType]:
             out.append(table)
     machine = [f for f in verdict.machine_findings]
     if machine:
-        out.append(Group(*[Text(f"{f.level.word:<5} {f.subject}: {f.message}", style=STYLE[f.level])
-                           for f in machine]))
+        out.append(Group(*[Text(f"{f.level.word:<5} {f.subject}: {f.message}", style=STYLE[f.level]) for f in machine]))
     for note in verdict.notes:
         out.append(Text("note: " + note, style="dim"))
     out.append(Text(f"\n{outcome.target}: {outcome.word} ({ev.source})", style=STYLE[verdict.level]))

@@ -32,9 +32,23 @@ def pcie_rate(gen: int | None, width: int | None) -> float | None:
 
 
 #: GPU name fragment -> compute capability, for captures that give names only (nvbandwidth, topo -m).
-_CC_BY_NAME = (("GB200", "10.0"), ("B200", "10.0"), ("H100", "9.0"), ("H200", "9.0"), ("H800", "9.0"),
-               ("H20", "9.0"), ("GH200", "9.0"), ("A100", "8.0"), ("A800", "8.0"), ("A30", "8.0"),
-               ("V100", "7.0"), ("P100", "6.0"), ("A6000", "8.6"), ("RTX 3090", "8.6"), ("A40", "8.6"))
+_CC_BY_NAME = (
+    ("GB200", "10.0"),
+    ("B200", "10.0"),
+    ("H100", "9.0"),
+    ("H200", "9.0"),
+    ("H800", "9.0"),
+    ("H20", "9.0"),
+    ("GH200", "9.0"),
+    ("A100", "8.0"),
+    ("A800", "8.0"),
+    ("A30", "8.0"),
+    ("V100", "7.0"),
+    ("P100", "6.0"),
+    ("A6000", "8.6"),
+    ("RTX 3090", "8.6"),
+    ("A40", "8.6"),
+)
 
 
 def compute_capability_from_name(name: str | None) -> str | None:
@@ -89,6 +103,7 @@ NVLINK_LATENCY = LatencyLine(NVLINK_LATENCY_PASS_US, NVLINK_LATENCY_WARN_US)
 
 def latency_line(kind: str) -> LatencyLine:
     return NVLINK_LATENCY if kind == "nvlink" else PCIE_LATENCY
+
 
 #: A peer copy at least this much faster than the staged one shows the peer path is used.
 LATENCY_GAIN_MIN = 2.0

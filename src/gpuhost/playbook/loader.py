@@ -71,12 +71,15 @@ def _task(doc: _Doc, raw: Any, loc: list[str | int]) -> TaskSpec:
     ops = [k for k in raw if k not in _TASK_KEYS]
     if len(ops) != 1:
         found = ", ".join(map(str, ops)) if ops else "none"
-        raise doc.error(f"a task needs exactly one operation (found: {found}); known operations: "
-                        + ", ".join(operations.kinds()), loc)
+        raise doc.error(
+            f"a task needs exactly one operation (found: {found}); known operations: " + ", ".join(operations.kinds()),
+            loc,
+        )
     kind = ops[0]
     if not isinstance(kind, str) or operations.get(kind) is None:
-        raise doc.error(f"unknown operation '{kind}'; known: {', '.join(operations.kinds())}", [*loc, kind],
-                        field=str(kind))
+        raise doc.error(
+            f"unknown operation '{kind}'; known: {', '.join(operations.kinds())}", [*loc, kind], field=str(kind)
+        )
     args = raw[kind]
     if isinstance(args, str) and kind == "command":
         args = {"cmd": args}
@@ -85,9 +88,14 @@ def _task(doc: _Doc, raw: Any, loc: list[str | int]) -> TaskSpec:
     name = raw.get("name") or kind
     if not isinstance(name, str):
         raise doc.error("must be a string", [*loc, "name"], field="name")
-    spec = TaskSpec(name=name, kind=kind, args=dict(args), origin=doc.origin([*loc, kind]),
-                    tags=_str_list(doc, raw.get("tags"), "tags", [*loc, "tags"]),
-                    notify=_str_list(doc, raw.get("notify"), "notify", [*loc, "notify"]))
+    spec = TaskSpec(
+        name=name,
+        kind=kind,
+        args=dict(args),
+        origin=doc.origin([*loc, kind]),
+        tags=_str_list(doc, raw.get("tags"), "tags", [*loc, "tags"]),
+        notify=_str_list(doc, raw.get("notify"), "notify", [*loc, "notify"]),
+    )
     if not spec.templated:
         build_operation(spec, spec.args)  # argument errors now; templated ones once variables are known
     return spec
@@ -102,10 +110,10 @@ def build_operation(spec: TaskSpec, args: dict[str, Any]) -> Operation[Any]:
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = [p for p in first["loc"] if not (isinstance(p, str) and "[" in p)]
-        msg = "unknown field" if first["type"] == "extra_forbidden" else str(first["msg"]).removeprefix(
-            "Value error, ")
-        raise PlaybookError(msg, file=spec.origin.file, line=spec.origin.line(loc),
-                            field=".".join(str(p) for p in (spec.kind, *loc))) from None
+        msg = "unknown field" if first["type"] == "extra_forbidden" else str(first["msg"]).removeprefix("Value error, ")
+        raise PlaybookError(
+            msg, file=spec.origin.file, line=spec.origin.line(loc), field=".".join(str(p) for p in (spec.kind, *loc))
+        ) from None
     except (ValueError, TypeError) as exc:
         raise PlaybookError(str(exc), file=spec.origin.file, line=spec.origin.line(), field=spec.kind) from None
 
@@ -117,8 +125,9 @@ def _role_ref(doc: _Doc, raw: Any, loc: list[str | int]) -> RoleRef:
         variables = raw.get("vars") or {}
         if not isinstance(variables, dict):
             raise doc.error("must be a mapping", [*loc, "vars"], field="vars")
-        ref = RoleRef(raw["role"], Layer.from_yaml(variables, str(doc.path), doc.data, [*loc, "vars"]),
-                      origin=doc.origin(loc))
+        ref = RoleRef(
+            raw["role"], Layer.from_yaml(variables, str(doc.path), doc.data, [*loc, "vars"]), origin=doc.origin(loc)
+        )
     else:
         raise doc.error("a role is a name or {role: NAME, vars: {...}}", loc, field="roles")
     if get_role(ref.name) is None:
@@ -166,11 +175,17 @@ def load_playbook(path: str | Path) -> Playbook:
                 raise doc.error("must be a list", [i, key], field=key)
         handlers = [_task(doc, yamlfile.plain(t), [i, "handlers", j]) for j, t in enumerate(sections["handlers"])]
         _handlers_unique(doc, handlers, i)
-        plays.append(Play(
-            name=name, hosts=hosts.strip(), origin=doc.origin([i]),
-            vars=Layer.from_yaml(yamlfile.plain(variables), str(path), data, [i, "vars"]),
-            roles=tuple(_role_ref(doc, yamlfile.plain(r), [i, "roles", j]) for j, r in enumerate(sections["roles"])),
-            tasks=tuple(_task(doc, yamlfile.plain(t), [i, "tasks", j]) for j, t in enumerate(sections["tasks"])),
-            handlers=tuple(handlers),
-        ))
+        plays.append(
+            Play(
+                name=name,
+                hosts=hosts.strip(),
+                origin=doc.origin([i]),
+                vars=Layer.from_yaml(yamlfile.plain(variables), str(path), data, [i, "vars"]),
+                roles=tuple(
+                    _role_ref(doc, yamlfile.plain(r), [i, "roles", j]) for j, r in enumerate(sections["roles"])
+                ),
+                tasks=tuple(_task(doc, yamlfile.plain(t), [i, "tasks", j]) for j, t in enumerate(sections["tasks"])),
+                handlers=tuple(handlers),
+            )
+        )
     return Playbook(path=path, plays=tuple(plays))

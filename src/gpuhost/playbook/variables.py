@@ -25,9 +25,9 @@ class Origin:
     """Where a value was written: a YAML document and the path to it, or a command-line argument."""
 
     file: str
-    data: Any = None                     # ruamel document (for line numbers), None for the command line
+    data: Any = None  # ruamel document (for line numbers), None for the command line
     loc: tuple[str | int, ...] = ()
-    line_no: int | None = None           # fixed line (the n-th -e)
+    line_no: int | None = None  # fixed line (the n-th -e)
 
     def line(self, sub: Sequence[str | int] = ()) -> int | None:
         if self.data is None:
@@ -88,5 +88,4 @@ def validate_role_vars(model: type[RoleVars], merged: MergedVars, *, role: str, 
         where = origin or fallback
         line = where.line([str(p) if not isinstance(p, int) else p for p in loc[1:]]) if origin else where.line()
         field_name = ".".join(str(p) for p in loc) if loc else None
-        raise ConfigError(f"{msg} (variable of role {role})", file=where.file, line=line,
-                          field=field_name) from None
+        raise ConfigError(f"{msg} (variable of role {role})", file=where.file, line=line, field=field_name) from None

@@ -9,7 +9,8 @@ the main thread waits inside the driver.
 from __future__ import annotations
 
 import ctypes
-from typing import Any, Callable, Dict, Optional, Tuple
+from collections.abc import Callable
+from typing import Any
 
 # Device attributes (cuda.h, CUdevice_attribute).
 ATTR_MULTIPROCESSOR_COUNT = 16
@@ -46,7 +47,7 @@ _u64 = ctypes.c_uint64
 _uint = ctypes.c_uint
 
 # name -> argument types. Versioned names are the ones cuda.h maps the plain names to.
-_SIGNATURES: Dict[str, Tuple[Any, ...]] = {
+_SIGNATURES: dict[str, tuple[Any, ...]] = {
     "cuInit": (_uint,),
     "cuDriverGetVersion": (_c_int_p,),
     "cuDeviceGetCount": (_c_int_p,),
@@ -115,7 +116,7 @@ class CudaDriver:
             self._lib = ctypes.CDLL(library)
         except OSError as exc:
             raise CudaUnavailable("cannot load %s: %s" % (library, exc)) from exc
-        self._fns: Dict[str, Callable[..., int]] = {}
+        self._fns: dict[str, Callable[..., int]] = {}
         self.missing = []  # type: list
         for name, argtypes in _SIGNATURES.items():
             try:
@@ -134,7 +135,7 @@ class CudaDriver:
         return name in self._fns
 
     # -- error handling ---------------------------------------------------------------
-    def error_name(self, code: int) -> Tuple[str, str]:
+    def error_name(self, code: int) -> tuple[str, str]:
         name = ctypes.c_char_p()
         text = ctypes.c_char_p()
         n = "CUDA_ERROR_%d" % code
@@ -145,7 +146,7 @@ class CudaDriver:
             t = text.value.decode(errors="replace")
         return n, t
 
-    def call(self, name: str, *args: Any, ok: Tuple[int, ...] = (SUCCESS,)) -> int:
+    def call(self, name: str, *args: Any, ok: tuple[int, ...] = (SUCCESS,)) -> int:
         code = self._fns[name](*args)
         if code not in ok:
             err_name, text = self.error_name(code)
@@ -188,9 +189,11 @@ class CudaDriver:
 
     def bus_id(self, dev: int) -> str:
         """The PCI address in NVML's form, e.g. ``00000000:1B:00.0``."""
-        return "%08X:%02X:%02X.0" % (self.attribute(dev, ATTR_PCI_DOMAIN_ID),
-                                     self.attribute(dev, ATTR_PCI_BUS_ID),
-                                     self.attribute(dev, ATTR_PCI_DEVICE_ID))
+        return "%08X:%02X:%02X.0" % (
+            self.attribute(dev, ATTR_PCI_DOMAIN_ID),
+            self.attribute(dev, ATTR_PCI_BUS_ID),
+            self.attribute(dev, ATTR_PCI_DEVICE_ID),
+        )
 
     def primary_context(self, dev: int) -> int:
         ctx = _vp()
@@ -315,14 +318,15 @@ class CudaDriver:
         self.call("cuModuleGetFunction", ctypes.byref(f), _vp(module), name.encode())
         return f.value or 0
 
-    def launch_single_thread(self, function: int, stream: int, args: "list[Any]") -> None:
+    def launch_single_thread(self, function: int, stream: int, args: list[Any]) -> None:
         """Launch ``function`` as one block of one thread; ``args`` are ctypes values."""
         params = (_vp * len(args))(*[ctypes.cast(ctypes.pointer(a), _vp) for a in args])
-        self.call("cuLaunchKernel", _vp(function), 1, 1, 1, 1, 1, 1, 0, _vp(stream),
-                  ctypes.cast(params, _c_void_pp), None)
+        self.call(
+            "cuLaunchKernel", _vp(function), 1, 1, 1, 1, 1, 1, 0, _vp(stream), ctypes.cast(params, _c_void_pp), None
+        )
 
 
-def load_driver(library: Optional[str] = None) -> CudaDriver:
+def load_driver(library: str | None = None) -> CudaDriver:
     """Load and initialise the driver; raises :class:`CudaUnavailable` or :class:`CudaError`."""
     drv = CudaDriver(library or "libcuda.so.1")
     drv.init()

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import ctypes
 import threading
-from typing import Dict, Optional
 
 from .cuda import CudaDriver, CudaError
 
@@ -77,8 +76,8 @@ class StreamGate:
         self._flag = ctypes.c_uint32.from_address(self._host)
         self._flag.value = 1
         self._dptr = drv.host_device_pointer(self._host)
-        self._kernels: Dict[int, int] = {}  # context -> function
-        self._timer: Optional[threading.Timer] = None
+        self._kernels: dict[int, int] = {}  # context -> function
+        self._timer: threading.Timer | None = None
         self.watchdog_fired = False
 
     # The kernel is loaded lazily, once per context.
@@ -107,8 +106,7 @@ class StreamGate:
         self.drv.set_current(ctx)  # the kernel is loaded into, and launched from, the stream's context
         if self.method == "kernel":
             fn = self._kernel_for(ctx)
-            self.drv.launch_single_thread(fn, stream, [ctypes.c_uint64(self._dptr),
-                                                       ctypes.c_uint64(GPU_TIMEOUT_NS)])
+            self.drv.launch_single_thread(fn, stream, [ctypes.c_uint64(self._dptr), ctypes.c_uint64(GPU_TIMEOUT_NS)])
         else:
             self.drv.stream_wait_value32(stream, self._dptr, 1)
 
@@ -125,8 +123,7 @@ class StreamGate:
         self.drv.host_free(self._host)
 
 
-def choose_method(drv: CudaDriver, ctx: int, stream: int, wanted: str = "auto",
-                  rejected: Optional[list] = None) -> str:
+def choose_method(drv: CudaDriver, ctx: int, stream: int, wanted: str = "auto", rejected: list | None = None) -> str:
     """The first hold method that works on this driver, tried on a real stream.
 
     ``wanted`` is ``auto``, ``kernel`` or ``wait-value``; a named method that fails

@@ -11,15 +11,14 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
-from typing import Optional
 
 #: Length of the random block the pattern repeats (a prime, so it never aligns with pages).
 BLOCK = 1048573
 
-_libc: Optional[ctypes.CDLL] = None
+_libc: ctypes.CDLL | None = None
 
 
-def _memcmp() -> "ctypes._CFuncPtr":
+def _memcmp() -> ctypes._CFuncPtr:
     global _libc
     if _libc is None:
         _libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
@@ -28,7 +27,7 @@ def _memcmp() -> "ctypes._CFuncPtr":
     return _libc.memcmp
 
 
-def fill_pattern(host_ptr: int, nbytes: int, seed_block: Optional[bytes] = None) -> None:
+def fill_pattern(host_ptr: int, nbytes: int, seed_block: bytes | None = None) -> None:
     """Write the tiled random pattern into ``nbytes`` of host memory at ``host_ptr``."""
     block = seed_block if seed_block is not None else os.urandom(BLOCK)
     offset = 0
@@ -42,7 +41,7 @@ def equal(a_ptr: int, b_ptr: int, nbytes: int) -> bool:
     return _memcmp()(a_ptr, b_ptr, nbytes) == 0
 
 
-def first_difference(a_ptr: int, b_ptr: int, nbytes: int, chunk: int = 1 << 20) -> Optional[int]:
+def first_difference(a_ptr: int, b_ptr: int, nbytes: int, chunk: int = 1 << 20) -> int | None:
     """Offset of the first differing byte, or ``None`` when equal."""
     cmp = _memcmp()
     offset = 0

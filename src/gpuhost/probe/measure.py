@@ -9,12 +9,12 @@ same call through host memory, which is the "P2P disabled" path.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any
 
 from . import integrity
-from .cuda import (P2P_ACCESS_SUPPORTED, P2P_NATIVE_ATOMIC_SUPPORTED, P2P_PERFORMANCE_RANK, CudaDriver,
-                   CudaError)
+from .cuda import P2P_ACCESS_SUPPORTED, P2P_NATIVE_ATOMIC_SUPPORTED, P2P_PERFORMANCE_RANK, CudaDriver, CudaError
 from .hold import StreamGate, choose_method
 from .nvml_facts import LinkSampler, Nvml
 from .timing import Enqueue, Lane, Series, bandwidth_gbps, latency_us, run_batch
@@ -31,10 +31,16 @@ class Settings:
     hold: str = "auto"
     hold_timeout_s: float = 3.0
 
-    def to_json(self) -> Dict[str, Any]:
-        return {"size_bytes": self.size_bytes, "bw_reps": self.bw_reps, "lat_reps": self.lat_reps,
-                "lat_bytes": LATENCY_BYTES, "samples": self.samples, "hold": self.hold,
-                "hold_timeout_s": self.hold_timeout_s}
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "size_bytes": self.size_bytes,
+            "bw_reps": self.bw_reps,
+            "lat_reps": self.lat_reps,
+            "lat_bytes": LATENCY_BYTES,
+            "samples": self.samples,
+            "hold": self.hold,
+            "hold_timeout_s": self.hold_timeout_s,
+        }
 
 
 @dataclass
@@ -56,28 +62,42 @@ class Integrity:
     """How many destinations were checked after measured batches, and what failed."""
 
     checked: int = 0
-    failures: List[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
 
-    def to_json(self) -> Dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
         return {"checked": self.checked, "failed": len(self.failures), "failures": self.failures[:20]}
 
 
 class Bench:
     """Buffers on every GPU plus pinned host buffers, and the measurements over them."""
 
-    def __init__(self, drv: CudaDriver, ordinals: Sequence[int], settings: Settings,
-                 nvml: Optional[Nvml] = None, nvml_handles: Optional[Dict[int, Any]] = None) -> None:
+    def __init__(
+        self,
+        drv: CudaDriver,
+        ordinals: Sequence[int],
+        settings: Settings,
+        nvml: Nvml | None = None,
+        nvml_handles: dict[int, Any] | None = None,
+    ) -> None:
         self.drv = drv
         self.s = settings
         self.nvml = nvml
         n = settings.size_bytes
-        self.gpus: Dict[int, Gpu] = {}
+        self.gpus: dict[int, Gpu] = {}
         for k in ordinals:
             dev = drv.device(k)
             ctx = drv.primary_context(dev)
             drv.set_current(ctx)
-            gpu = Gpu(k, dev, ctx, drv.mem_alloc(n), drv.mem_alloc(n), Lane.create(drv, ctx),
-                      Lane.create(drv, ctx), (nvml_handles or {}).get(k))
+            gpu = Gpu(
+                k,
+                dev,
+                ctx,
+                drv.mem_alloc(n),
+                drv.mem_alloc(n),
+                Lane.create(drv, ctx),
+                Lane.create(drv, ctx),
+                (nvml_handles or {}).get(k),
+            )
             self.gpus[k] = gpu
         first = self.gpus[ordinals[0]]
         drv.set_current(first.ctx)
@@ -88,7 +108,7 @@ class Bench:
             drv.set_current(gpu.ctx)
             drv.copy_htod(gpu.src, self.host_pattern, n)
             drv.synchronize()
-        self.hold_rejected: List[str] = []
+        self.hold_rejected: list[str] = []
         self.hold_method = choose_method(drv, first.ctx, first.lane.stream, settings.hold, self.hold_rejected)
         self.gate = StreamGate(drv, self.hold_method, settings.hold_timeout_s)
 
@@ -121,15 +141,23 @@ class Bench:
         if not integrity.equal(self.host_back, self.host_pattern, nbytes):
             at = integrity.first_difference(self.host_back, self.host_pattern, nbytes)
             zeros = integrity.zero_fraction(self.host_back + (at or 0), nbytes - (at or 0))
-            result.failures.append("%s: first wrong byte at offset %s of %d (%.0f%% zeros from there)"
-                                   % (what, at, nbytes, 100 * zeros))
+            result.failures.append(
+                "%s: first wrong byte at offset %s of %d (%.0f%% zeros from there)" % (what, at, nbytes, 100 * zeros)
+            )
 
-    def _series(self, lanes: Sequence[Lane], work: Sequence[Enqueue], reps: int,
-                to_value: Callable[[float], float], unit: str,
-                before: Optional[Callable[[], None]] = None,
-                check: Optional[Callable[[], None]] = None, hold: bool = True) -> Series:
+    def _series(
+        self,
+        lanes: Sequence[Lane],
+        work: Sequence[Enqueue],
+        reps: int,
+        to_value: Callable[[float], float],
+        unit: str,
+        before: Callable[[], None] | None = None,
+        check: Callable[[], None] | None = None,
+        hold: bool = True,
+    ) -> Series:
         run_batch(self.drv, self.gate, lanes, work, reps, hold)  # warm-up, not counted
-        samples: List[float] = []
+        samples: list[float] = []
         unheld = 0
         for _ in range(self.s.samples):
             if before is not None:
@@ -138,54 +166,77 @@ class Bench:
             samples.append(to_value(batch.ms))
             if not batch.held:
                 unheld += 1
-                sys.stderr.write("[probe] watchdog released a held stream: the queue filled up; "
-                                 "this sample includes enqueue time\n")
+                sys.stderr.write(
+                    "[probe] watchdog released a held stream: the queue filled up; this sample includes enqueue time\n"
+                )
             if check is not None:
                 check()
         return Series(unit, samples, unheld, hold)
 
     # -- one GPU ------------------------------------------------------------------------
-    def local(self, k: int) -> Dict[str, Any]:
+    def local(self, k: int) -> dict[str, Any]:
         """Pinned H2D and D2H, device-local copy bandwidth, and the 16-byte local latency."""
         drv, gpu, n, reps = self.drv, self.gpus[k], self.s.size_bytes, self.s.bw_reps
         checks = Integrity()
         bw = lambda ms: bandwidth_gbps(n, reps, ms)  # noqa: E731
-        out: Dict[str, Any] = {}
+        out: dict[str, Any] = {}
 
         sampler = LinkSampler(self.nvml, gpu.nvml_handle) if self.nvml is not None else None
         if sampler is not None:
             sampler.__enter__()
         try:
-            out["h2d"] = self._series([gpu.lane], [lambda s: drv.copy_htod_async(gpu.dst, self.host_pattern, n, s)],
-                                      reps, bw, "GB/s", before=lambda: self._zero(gpu, n)).to_json()
+            out["h2d"] = self._series(
+                [gpu.lane],
+                [lambda s: drv.copy_htod_async(gpu.dst, self.host_pattern, n, s)],
+                reps,
+                bw,
+                "GB/s",
+                before=lambda: self._zero(gpu, n),
+            ).to_json()
             self._check_dst(gpu, n, "host->GPU%d" % k, checks)
-            out["d2h"] = self._series([gpu.lane], [lambda s: drv.copy_dtoh_async(self.host_back, gpu.src, n, s)],
-                                      reps, bw, "GB/s").to_json()
+            out["d2h"] = self._series(
+                [gpu.lane], [lambda s: drv.copy_dtoh_async(self.host_back, gpu.src, n, s)], reps, bw, "GB/s"
+            ).to_json()
         finally:
             if sampler is not None:
                 sampler.__exit__()
         checks.checked += 1
         if not integrity.equal(self.host_back, self.host_pattern, n):
             checks.failures.append("GPU%d->host: copy differs from the pattern" % k)
-        out["link_under_load"] = {"gen": sampler.max_gen if sampler else None,
-                                  "width": sampler.max_width if sampler else None}
+        out["link_under_load"] = {
+            "gen": sampler.max_gen if sampler else None,
+            "width": sampler.max_width if sampler else None,
+        }
 
-        out["d2d"] = self._series([gpu.lane], [lambda s: drv.copy_dtod_async(gpu.dst, gpu.src, n, s)],
-                                  reps, bw, "GB/s", before=lambda: self._zero(gpu, n)).to_json()
+        out["d2d"] = self._series(
+            [gpu.lane],
+            [lambda s: drv.copy_dtod_async(gpu.dst, gpu.src, n, s)],
+            reps,
+            bw,
+            "GB/s",
+            before=lambda: self._zero(gpu, n),
+        ).to_json()
         self._check_dst(gpu, n, "GPU%d local copy" % k, checks)
         out["d2d_latency"] = self._series(
-            [gpu.lane], [lambda s: drv.copy_dtod_async(gpu.dst, gpu.src, LATENCY_BYTES, s)],
-            self.s.lat_reps, lambda ms: latency_us(self.s.lat_reps, ms), "us").to_json()
+            [gpu.lane],
+            [lambda s: drv.copy_dtod_async(gpu.dst, gpu.src, LATENCY_BYTES, s)],
+            self.s.lat_reps,
+            lambda ms: latency_us(self.s.lat_reps, ms),
+            "us",
+        ).to_json()
         out["integrity"] = checks.to_json()
         out["copies_per_sample"] = reps
         return out
 
     # -- pairs --------------------------------------------------------------------------
-    def peer_capability(self, i: int, j: int) -> Dict[str, Any]:
+    def peer_capability(self, i: int, j: int) -> dict[str, Any]:
         drv, a, b = self.drv, self.gpus[i], self.gpus[j]
-        out: Dict[str, Any] = {"can_access_peer": drv.can_access_peer(a.dev, b.dev)}
-        for key, attr in (("access_supported", P2P_ACCESS_SUPPORTED), ("performance_rank", P2P_PERFORMANCE_RANK),
-                          ("native_atomics", P2P_NATIVE_ATOMIC_SUPPORTED)):
+        out: dict[str, Any] = {"can_access_peer": drv.can_access_peer(a.dev, b.dev)}
+        for key, attr in (
+            ("access_supported", P2P_ACCESS_SUPPORTED),
+            ("performance_rank", P2P_PERFORMANCE_RANK),
+            ("native_atomics", P2P_NATIVE_ATOMIC_SUPPORTED),
+        ):
             try:
                 out[key] = drv.p2p_attribute(attr, a.dev, b.dev)
             except CudaError as exc:
@@ -203,7 +254,7 @@ class Bench:
             else:
                 drv.disable_peer_access(y.ctx)
 
-    def copies(self, i: int, j: int, staged: bool = False) -> Dict[str, Any]:
+    def copies(self, i: int, j: int, staged: bool = False) -> dict[str, Any]:
         """Uni- and bidirectional bandwidth and 16-byte latency from GPU i to GPU j, each
         destination checked against the pattern after every measured batch.
 
@@ -225,6 +276,7 @@ class Bench:
             def run() -> None:
                 for g in gpus:
                     self._zero(g, nbytes)
+
             return run
 
         def check(nbytes: int, bidi: bool = False) -> Callable[[], None]:
@@ -232,17 +284,40 @@ class Bench:
                 self._check_dst(b, nbytes, "GPU%d->GPU%d" % (i, j), checks)
                 if bidi:
                     self._check_dst(a, nbytes, "GPU%d->GPU%d (bidirectional)" % (j, i), checks)
+
             return run
 
-        out: Dict[str, Any] = {}
-        out["uni"] = self._series([a.lane], [fwd(n)], reps, lambda ms: bandwidth_gbps(n, reps, ms), "GB/s",
-                                  before=zero(b), check=check(n), hold=hold_bw).to_json()
-        out["bidi"] = self._series([a.lane, b.lane2], [fwd(n), rev(n)], reps,
-                                   lambda ms: bandwidth_gbps(2 * n, reps, ms), "GB/s",
-                                   before=zero(a, b), check=check(n, bidi=True), hold=hold_bw).to_json()
+        out: dict[str, Any] = {}
+        out["uni"] = self._series(
+            [a.lane],
+            [fwd(n)],
+            reps,
+            lambda ms: bandwidth_gbps(n, reps, ms),
+            "GB/s",
+            before=zero(b),
+            check=check(n),
+            hold=hold_bw,
+        ).to_json()
+        out["bidi"] = self._series(
+            [a.lane, b.lane2],
+            [fwd(n), rev(n)],
+            reps,
+            lambda ms: bandwidth_gbps(2 * n, reps, ms),
+            "GB/s",
+            before=zero(a, b),
+            check=check(n, bidi=True),
+            hold=hold_bw,
+        ).to_json()
         lr = self.s.lat_reps
-        out["latency"] = self._series([a.lane], [fwd(LATENCY_BYTES)], lr, lambda ms: latency_us(lr, ms), "us",
-                                      before=zero(b, nbytes=LATENCY_BYTES), check=check(LATENCY_BYTES)).to_json()
+        out["latency"] = self._series(
+            [a.lane],
+            [fwd(LATENCY_BYTES)],
+            lr,
+            lambda ms: latency_us(lr, ms),
+            "us",
+            before=zero(b, nbytes=LATENCY_BYTES),
+            check=check(LATENCY_BYTES),
+        ).to_json()
         out["integrity"] = checks.to_json()
         out["copies_per_sample"] = reps
         return out

@@ -15,7 +15,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 WORKER = r"""
 import json, sys
@@ -60,11 +60,14 @@ dist.destroy_process_group()
 """
 
 
-def torch_gpu_count(python: str = sys.executable) -> Optional[int]:
+def torch_gpu_count(python: str = sys.executable) -> int | None:
     """How many GPUs torch sees in the target's python3, or None if torch does not import."""
     try:
-        out = subprocess.run([python, "-c", "import torch; print(torch.cuda.device_count())"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120)
+        out = subprocess.run(
+            [python, "-c", "import torch; print(torch.cuda.device_count())"],
+            capture_output=True,
+            timeout=120,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     if out.returncode != 0:
@@ -81,17 +84,22 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def run_allreduce(world: int, timeout_s: float = 180.0, python: str = sys.executable) -> Dict[str, Any]:
+def run_allreduce(world: int, timeout_s: float = 180.0, python: str = sys.executable) -> dict[str, Any]:
     """All-reduce over ``world`` local GPUs; a dict with the figures or with ``error``."""
     port = str(_free_port())
     fd, out_path = tempfile.mkstemp(prefix="gpuhost-nccl-", suffix=".json")
     os.close(fd)
-    procs: List[subprocess.Popen] = []
+    procs: list[subprocess.Popen] = []
     started = time.monotonic()
     try:
         for rank in range(world):
-            procs.append(subprocess.Popen([python, "-c", WORKER, str(rank), str(world), port, out_path],
-                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT))
+            procs.append(
+                subprocess.Popen(
+                    [python, "-c", WORKER, str(rank), str(world), port, out_path],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                )
+            )
         outputs = []
         for p in procs:
             left = max(1.0, timeout_s - (time.monotonic() - started))

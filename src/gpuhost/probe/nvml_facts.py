@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from collections.abc import Callable
+from typing import Any
 
 # nvidia-ml-py 13.6xx defines NVML_P2P_CAPS_INDEX_READ as the tuple ``(0,)`` (a stray
 # comma), which ctypes cannot pass. The probe therefore uses the integer values.
@@ -27,9 +28,9 @@ NVLINK_MAX_LINKS = 18
 NVLINK_REMOTE_TYPES = {0: "gpu", 1: "ibmnpu", 2: "switch", 255: "unknown"}
 
 
-def sysfs_placement(bus_id: Optional[str], root: str = "/sys/bus/pci/devices") -> Dict[str, Any]:
+def sysfs_placement(bus_id: str | None, root: str = "/sys/bus/pci/devices") -> dict[str, Any]:
     """NUMA node and nearby CPUs of a PCI device, as ``nvidia-smi topo -m`` shows them (from sysfs)."""
-    out: Dict[str, Any] = {"numa_node": None, "cpu_affinity": None}
+    out: dict[str, Any] = {"numa_node": None, "cpu_affinity": None}
     if not bus_id or bus_id.count(":") != 2:
         return out
     domain, rest = bus_id.split(":", 1)
@@ -57,7 +58,7 @@ class Nvml:
 
     def __init__(self) -> None:
         self.nv: Any = None
-        self.error: Optional[str] = None
+        self.error: str | None = None
         try:
             import pynvml  # shipped beside the probe
         except ImportError as exc:
@@ -84,7 +85,7 @@ class Nvml:
             except self.nv.NVMLError:
                 pass
 
-    def query(self, errors: Dict[str, str], key: str, fn: Callable[[], Any]) -> Any:
+    def query(self, errors: dict[str, str], key: str, fn: Callable[[], Any]) -> Any:
         """``fn()``, or ``None`` with the NVML error recorded under ``key``."""
         try:
             return fn()
@@ -93,9 +94,9 @@ class Nvml:
             return None
 
     # -- system -------------------------------------------------------------------
-    def system(self) -> Dict[str, Any]:
+    def system(self) -> dict[str, Any]:
         nv = self.nv
-        errors: Dict[str, str] = {}
+        errors: dict[str, str] = {}
         out = {
             "driver_version": self.query(errors, "driver_version", lambda: _text(nv.nvmlSystemGetDriverVersion())),
             "nvml_version": self.query(errors, "nvml_version", lambda: _text(nv.nvmlSystemGetNVMLVersion())),
@@ -105,16 +106,16 @@ class Nvml:
         out["errors"] = errors
         return out
 
-    def handles(self) -> List[Any]:
+    def handles(self) -> list[Any]:
         return [self.nv.nvmlDeviceGetHandleByIndex(i) for i in range(self.nv.nvmlDeviceGetCount())]
 
     def handle_by_bus_id(self, bus_id: str) -> Any:
         return self.nv.nvmlDeviceGetHandleByPciBusId(bus_id.encode())
 
     # -- one GPU ------------------------------------------------------------------
-    def gpu(self, h: Any) -> Dict[str, Any]:
+    def gpu(self, h: Any) -> dict[str, Any]:
         nv = self.nv
-        e: Dict[str, str] = {}
+        e: dict[str, str] = {}
         q = self.query
         pci = q(e, "pci", lambda: nv.nvmlDeviceGetPciInfo(h))
         mem = q(e, "memory", lambda: nv.nvmlDeviceGetMemoryInfo(h))
@@ -149,12 +150,12 @@ class Nvml:
             "nvml_errors": e,
         }
 
-    def nvlink(self, h: Any) -> Dict[str, Any]:
+    def nvlink(self, h: Any) -> dict[str, Any]:
         nv = self.nv
         active = 0
-        versions: List[int] = []
-        remotes: Dict[str, int] = {}
-        remote_types: Dict[str, int] = {}
+        versions: list[int] = []
+        remotes: dict[str, int] = {}
+        remote_types: dict[str, int] = {}
         error = None
         for link in range(NVLINK_MAX_LINKS):
             try:
@@ -179,20 +180,28 @@ class Nvml:
                 remote_types[kind] = remote_types.get(kind, 0) + 1
             except (nv.NVMLError, AttributeError):
                 pass
-        return {"active_links": active, "versions": sorted(set(versions)), "remote_bus_ids": remotes,
-                "remote_types": remote_types, "error": error}
+        return {
+            "active_links": active,
+            "versions": sorted(set(versions)),
+            "remote_bus_ids": remotes,
+            "remote_types": remote_types,
+            "error": error,
+        }
 
     # -- one ordered pair ---------------------------------------------------------------
-    def pair(self, h1: Any, h2: Any) -> Dict[str, Any]:
+    def pair(self, h1: Any, h2: Any) -> dict[str, Any]:
         nv = self.nv
-        e: Dict[str, str] = {}
-        status: Dict[str, Optional[str]] = {}
+        e: dict[str, str] = {}
+        status: dict[str, str | None] = {}
         for name, index in P2P_INDEXES:
             code = self.query(e, "p2p_" + name, lambda i=index: nv.nvmlDeviceGetP2PStatus(h1, h2, i))
             status[name] = P2P_STATUS.get(code, "code %s" % code) if code is not None else None
         level = self.query(e, "topology", lambda: nv.nvmlDeviceGetTopologyCommonAncestor(h1, h2))
-        return {"status": status, "topology": TOPOLOGY.get(level, str(level)) if level is not None else None,
-                "nvml_errors": e}
+        return {
+            "status": status,
+            "topology": TOPOLOGY.get(level, str(level)) if level is not None else None,
+            "nvml_errors": e,
+        }
 
 
 class LinkSampler:
@@ -202,8 +211,8 @@ class LinkSampler:
         self.nvml = nvml
         self.handle = handle
         self.period_s = period_s
-        self.max_gen: Optional[int] = None
-        self.max_width: Optional[int] = None
+        self.max_gen: int | None = None
+        self.max_width: int | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -219,7 +228,7 @@ class LinkSampler:
             self.max_width = width if self.max_width is None else max(self.max_width, width)
             time.sleep(self.period_s)
 
-    def __enter__(self) -> "LinkSampler":
+    def __enter__(self) -> LinkSampler:
         if self.nvml.ok and self.handle is not None:
             self._thread.start()
         return self
@@ -229,5 +238,5 @@ class LinkSampler:
         if self._thread.is_alive():
             self._thread.join(timeout=1.0)
 
-    def result(self) -> Tuple[Optional[int], Optional[int]]:
+    def result(self) -> tuple[int | None, int | None]:
         return self.max_gen, self.max_width

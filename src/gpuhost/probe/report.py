@@ -7,7 +7,7 @@ import os
 import sys
 import threading
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 from . import PROBE_VERSION, SCHEMA_VERSION
 from .cuda import CudaDriver, CudaError, CudaUnavailable, load_driver
@@ -24,10 +24,10 @@ EXIT_DEADLINE = 3
 # Hints for CUDA errors seen on Proxmox hosts and containers (cuInit failures mostly).
 CUDA_HINTS = {
     "CUDA_ERROR_UNKNOWN": "in an LXC this usually means /dev/nvidia-uvm is missing or not allowed "
-                          "(load nvidia_uvm on the host and pass the uvm devices)",
+    "(load nvidia_uvm on the host and pass the uvm devices)",
     "CUDA_ERROR_NO_DEVICE": "no GPU visible to CUDA (CUDA_VISIBLE_DEVICES, or /dev/nvidia* not passed in)",
     "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH": "the user-space driver differs from the kernel module; install the "
-                                         "same version in the container",
+    "same version in the container",
     "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE": "a cuda-compat library is on LD_LIBRARY_PATH; remove it",
     "CUDA_ERROR_SYSTEM_NOT_READY": "Fabric Manager is not running (NVSwitch systems)",
     "CUDA_ERROR_OPERATING_SYSTEM": "the OS refused the driver call (container device permissions?)",
@@ -41,8 +41,14 @@ def now_iso() -> str:
 class Probe:
     """One run: facts, then measurements, into ``self.report``."""
 
-    def __init__(self, settings: Settings, devices: Optional[List[int]] = None, pairs: bool = True,
-                 staged: bool = True, nccl: str = "auto") -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        devices: list[int] | None = None,
+        pairs: bool = True,
+        staged: bool = True,
+        nccl: str = "auto",
+    ) -> None:
         self.settings = settings
         self.devices = devices
         self.pairs = pairs
@@ -51,7 +57,7 @@ class Probe:
         self.started = time.monotonic()
         self.lock = threading.Lock()
         self.stage = "start"
-        self.report: Dict[str, Any] = {
+        self.report: dict[str, Any] = {
             "schema_version": SCHEMA_VERSION,
             "tool": "gpuhost-probe",
             "probe_version": PROBE_VERSION,
@@ -114,7 +120,7 @@ class Probe:
             self.report["driver"].update(nvml.system())
         return nvml
 
-    def _start_cuda(self) -> Optional[CudaDriver]:
+    def _start_cuda(self) -> CudaDriver | None:
         self.stage = "cuda init"
         try:
             drv = load_driver()
@@ -127,7 +133,7 @@ class Probe:
         self.report["driver"]["cuda_driver_api_version"] = drv.driver_version()
         return drv
 
-    def _cuda_devices(self, drv: CudaDriver) -> List[int]:
+    def _cuda_devices(self, drv: CudaDriver) -> list[int]:
         try:
             count = drv.device_count()
         except CudaError as exc:
@@ -166,24 +172,26 @@ class Probe:
     def _measure(self, drv: CudaDriver, nvml: Nvml) -> None:
         assert self.devices is not None
         ordinals = self.devices
-        handles: Dict[int, Any] = {}
+        handles: dict[int, Any] = {}
         for k in ordinals:
             dev = drv.device(k)
             bus = drv.bus_id(dev)
-            gpu: Dict[str, Any] = {"index": k, "measured": True}
+            gpu: dict[str, Any] = {"index": k, "measured": True}
             if nvml.ok:
                 try:
                     handles[k] = nvml.handle_by_bus_id(bus)
                     gpu.update(nvml.gpu(handles[k]))
                 except nvml.nv.NVMLError as exc:
                     self.error("nvml", "no NVML device at %s: %s" % (bus, exc))
-            gpu.update({
-                "name": gpu.get("name") or drv.device_name(dev),
-                "bus_id": bus,
-                "cuda_name": drv.device_name(dev),
-                "sm_count": drv.attribute(dev, 16),
-                "cuda_memory_bytes": drv.total_mem(dev),
-            })
+            gpu.update(
+                {
+                    "name": gpu.get("name") or drv.device_name(dev),
+                    "bus_id": bus,
+                    "cuda_name": drv.device_name(dev),
+                    "sm_count": drv.attribute(dev, 16),
+                    "cuda_memory_bytes": drv.total_mem(dev),
+                }
+            )
             self.report["gpus"].append(gpu)
 
         self.stage = "allocating buffers"
@@ -220,14 +228,14 @@ class Probe:
                 self.error("teardown", str(exc))
         self._maybe_nccl(len(ordinals))
 
-    def _measure_pairs(self, bench: Bench, nvml: Nvml, handles: Dict[int, Any]) -> None:
+    def _measure_pairs(self, bench: Bench, nvml: Nvml, handles: dict[int, Any]) -> None:
         ordinals = list(bench.gpus)
-        by_key: Dict[Any, Dict[str, Any]] = {}
+        by_key: dict[Any, dict[str, Any]] = {}
         for i in ordinals:
             for j in ordinals:
                 if i == j:
                     continue
-                pair: Dict[str, Any] = {"src": i, "dst": j}
+                pair: dict[str, Any] = {"src": i, "dst": j}
                 if nvml.ok and i in handles and j in handles:
                     pair["nvml"] = nvml.pair(handles[i], handles[j])
                 try:
@@ -238,7 +246,7 @@ class Probe:
                 by_key[(i, j)] = pair
                 self.report["pairs"].append(pair)
         for a_pos, i in enumerate(ordinals):
-            for j in ordinals[a_pos + 1:]:
+            for j in ordinals[a_pos + 1 :]:
                 fwd, back = by_key[(i, j)], by_key[(j, i)]
                 if self.staged:
                     for src, dst, pair in ((i, j, fwd), (j, i, back)):
@@ -280,6 +288,7 @@ class Probe:
         if self.nccl == "off" or world < 2:
             return
         from .nccl_check import run_allreduce, torch_gpu_count
+
         self.stage = "NCCL all-reduce"
         seen = torch_gpu_count()
         if seen is None:
@@ -311,8 +320,9 @@ class Deadline:
     def _watch(self) -> None:
         if self._done.wait(self.seconds):
             return
-        self.probe.error("deadline", "the probe ran past %g s during '%s' and was stopped"
-                         % (self.seconds, self.probe.stage))
+        self.probe.error(
+            "deadline", "the probe ran past %g s during '%s' and was stopped" % (self.seconds, self.probe.stage)
+        )
         self.probe.report["status"] = "deadline"
         try:
             self.emit(self.probe.snapshot())

@@ -12,10 +12,10 @@ import shutil
 import socket
 import subprocess
 import sys
-from typing import Any, Dict, List, Optional
+from typing import Any
 
 
-def _read(path: str, limit: int = 65536) -> Optional[str]:
+def _read(path: str, limit: int = 65536) -> str | None:
     try:
         with open(path, "rb") as f:
             return f.read(limit).decode(errors="replace")
@@ -23,7 +23,7 @@ def _read(path: str, limit: int = 65536) -> Optional[str]:
         return None
 
 
-def _cpu_has_hypervisor_flag() -> Optional[bool]:
+def _cpu_has_hypervisor_flag() -> bool | None:
     text = _read("/proc/cpuinfo", 1 << 20)
     if text is None:
         return None
@@ -33,7 +33,7 @@ def _cpu_has_hypervisor_flag() -> Optional[bool]:
     return None
 
 
-def _container() -> Optional[str]:
+def _container() -> str | None:
     """``lxc``, ``docker``, ``podman``... when the probe runs in a container."""
     environ = _read("/proc/1/environ")
     if environ:
@@ -47,7 +47,7 @@ def _container() -> Optional[str]:
     return None
 
 
-def _virt() -> Optional[str]:
+def _virt() -> str | None:
     """The hypervisor as systemd-detect-virt names it, when that tool exists."""
     tool = shutil.which("systemd-detect-virt")
     if not tool:
@@ -60,7 +60,7 @@ def _virt() -> Optional[str]:
     return name or None
 
 
-def host_facts() -> Dict[str, Any]:
+def host_facts() -> dict[str, Any]:
     cmdline = _read("/proc/cmdline")
     return {
         "hostname": socket.gethostname(),
@@ -75,27 +75,29 @@ def host_facts() -> Dict[str, Any]:
     }
 
 
-def _listdir(path: str) -> List[str]:
+def _listdir(path: str) -> list[str]:
     try:
         return os.listdir(path)
     except OSError:
         return []
 
 
-SMI_QUERY = ("index,name,pci.bus_id,driver_version,pcie.link.gen.current,pcie.link.gen.max,"
-             "pcie.link.width.current,pcie.link.width.max")
+SMI_QUERY = (
+    "index,name,pci.bus_id,driver_version,pcie.link.gen.current,pcie.link.gen.max,"
+    "pcie.link.width.current,pcie.link.width.max"
+)
 
 
-def _smi(args: List[str], tool: str) -> Dict[str, Any]:
+def _smi(args: list[str], tool: str) -> dict[str, Any]:
     try:
-        out = subprocess.run([tool] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=30)
+        out = subprocess.run([tool] + args, capture_output=True, timeout=30)
     except (OSError, subprocess.SubprocessError) as exc:
         return {"exit_code": None, "output": "", "error": str(exc)}
     text = (out.stdout + out.stderr).decode(errors="replace").strip()
     return {"exit_code": out.returncode, "output": text[-8000:]}
 
 
-def nvidia_smi_facts() -> Dict[str, Any]:
+def nvidia_smi_facts() -> dict[str, Any]:
     """What ``nvidia-smi`` prints for the GPU list and P2P read status, or why it cannot."""
     tool = shutil.which("nvidia-smi")
     if not tool:

@@ -8,8 +8,8 @@ batch is timed as a whole, the way cuda-samples does it.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, List, Sequence
 
 from .cuda import CudaDriver
 from .hold import StreamGate
@@ -25,7 +25,7 @@ class Lane:
     stop: int
 
     @classmethod
-    def create(cls, drv: CudaDriver, ctx: int) -> "Lane":
+    def create(cls, drv: CudaDriver, ctx: int) -> Lane:
         drv.set_current(ctx)
         return cls(ctx, drv.stream_create(), drv.event_create(), drv.event_create())
 
@@ -48,8 +48,9 @@ class Batch:
     held: bool
 
 
-def run_batch(drv: CudaDriver, gate: StreamGate, lanes: Sequence[Lane],
-              work: Sequence[Enqueue], reps: int, hold: bool = True) -> Batch:
+def run_batch(
+    drv: CudaDriver, gate: StreamGate, lanes: Sequence[Lane], work: Sequence[Enqueue], reps: int, hold: bool = True
+) -> Batch:
     """Time ``reps`` copies per lane (``work[k]`` on ``lanes[k]``) queued behind the gate.
 
     ``hold=False`` times the copies as they are queued, for copies long enough that
@@ -68,7 +69,7 @@ def run_batch(drv: CudaDriver, gate: StreamGate, lanes: Sequence[Lane],
             drv.set_current(lane.ctx)
             drv.stream_wait_event(lane.stream, first.start)
         for _ in range(reps):  # interleaved, so unheld lanes also overlap
-            for lane, enqueue in zip(lanes, work):
+            for lane, enqueue in zip(lanes, work, strict=False):
                 if len(lanes) > 1:
                     drv.set_current(lane.ctx)
                 enqueue(lane.stream)
@@ -101,7 +102,7 @@ class Series:
     watchdog had to release (those include queueing time)."""
 
     unit: str
-    samples: List[float]
+    samples: list[float]
     unheld: int
     held: bool = True
 
@@ -110,9 +111,13 @@ class Series:
         return median(self.samples)
 
     def to_json(self) -> dict:
-        return {"value": round(self.value, 4), "unit": self.unit,
-                "samples": [round(s, 4) for s in self.samples], "unheld_samples": self.unheld,
-                "stream_held": self.held}
+        return {
+            "value": round(self.value, 4),
+            "unit": self.unit,
+            "samples": [round(s, 4) for s in self.samples],
+            "unheld_samples": self.unheld,
+            "stream_held": self.held,
+        }
 
 
 def bandwidth_gbps(nbytes_per_copy: int, copies: int, ms: float) -> float:

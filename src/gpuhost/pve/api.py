@@ -68,8 +68,16 @@ def _token_client(route: TokenRoute | None, timeout: float) -> ProxmoxResource |
     user, _, token_name = route.token_id.partition("!")
     url = urlparse(route.url)
     verify: bool | str = route.ca_file if route.ca_file else route.verify_tls
-    return ProxmoxAPI(url.hostname, port=url.port or 8006, user=user, token_name=token_name,
-                      token_value=route.token_secret, verify_ssl=verify, timeout=int(timeout), backend="https")
+    return ProxmoxAPI(
+        url.hostname,
+        port=url.port or 8006,
+        user=user,
+        token_name=token_name,
+        token_value=route.token_secret,
+        verify_ssl=verify,
+        timeout=int(timeout),
+        backend="https",
+    )
 
 
 class PveApi:
@@ -77,8 +85,9 @@ class PveApi:
 
     def __init__(self, conn: Connection, token: TokenRoute | None = None, *, timeout: float = 60.0) -> None:
         self.timeout = timeout
-        self._root = ProxmoxResource(base_url="", session=_PveshSession(conn, timeout),
-                                     serializer=JsonSimpleSerializer())
+        self._root = ProxmoxResource(
+            base_url="", session=_PveshSession(conn, timeout), serializer=JsonSimpleSerializer()
+        )
         self._token = _token_client(token, timeout)
 
     @property
@@ -98,8 +107,9 @@ class PveApi:
         except ResourceException as exc:
             if route == "token" and _ROOT_REFUSAL.search(str(exc)):
                 return self._request("root", method, path, params)
-            raise OperationFailed(f"PVE API {method.upper()} /{path} ({route}): "
-                                  f"{redact(str(exc)).strip()[-400:]}") from None
+            raise OperationFailed(
+                f"PVE API {method.upper()} /{path} ({route}): {redact(str(exc)).strip()[-400:]}"
+            ) from None
 
     def _request(self, route: str, method: str, path: str, params: dict[str, Any]) -> Any:
         client = self._token if route == "token" else self._root

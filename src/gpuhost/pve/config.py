@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Iterator, Literal
+from typing import Literal
 
 GuestKind = Literal["qemu", "lxc"]
 SectionKind = Literal["main", "pending", "special", "snapshot"]
@@ -59,8 +60,8 @@ def decode_text(data: str) -> str:
     i = 0
     src = data.encode("utf-8")
     while i < len(src):
-        if src[i] == 0x25 and i + 2 < len(src) and _is_hex(src[i + 1:i + 3]):
-            raw.append(int(src[i + 1:i + 3], 16))
+        if src[i] == 0x25 and i + 2 < len(src) and _is_hex(src[i + 1 : i + 3]):
+            raw.append(int(src[i + 1 : i + 3], 16))
             i += 3
         else:
             raw.append(src[i])
@@ -196,8 +197,7 @@ class GuestConfig:
     def remove_lxc(self, key: str, value: str | None = None) -> int:
         """Remove raw ``lxc.*`` lines with this key (and value, if given); returns how many."""
         before = len(self.main.lxc)
-        self.main.lxc = [(k, v) for k, v in self.main.lxc
-                         if not (k == key and (value is None or v == value))]
+        self.main.lxc = [(k, v) for k, v in self.main.lxc if not (k == key and (value is None or v == value))]
         removed = before - len(self.main.lxc)
         if removed:
             self._raw = None

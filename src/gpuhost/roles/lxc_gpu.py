@@ -38,23 +38,30 @@ APT_HOLD_TEMPLATE = "gpuhost-nvidia.pref.j2"
 
 class LxcGpuVars(RoleVars):
     containers: dict[int, ContainerSpec] = Field(
-        {}, description="the node's containers (the inventory's nodes.NAME.containers)")
+        {}, description="the node's containers (the inventory's nodes.NAME.containers)"
+    )
     lxc_ctids: list[int] | None = Field(None, description="only these containers of the node (--ctid)")
-    nvidia_driver: DriverPin | None = Field(None, description="the host's driver pin; containers get exactly "
-                                                              "this version, userspace only")
-    lxc_device_gid: int = Field(44, ge=0, le=65535, description="group of the GPU device nodes inside the "
-                                                                "container (44 is video in Debian)")
+    nvidia_driver: DriverPin | None = Field(
+        None, description="the host's driver pin; containers get exactly this version, userspace only"
+    )
+    lxc_device_gid: int = Field(
+        44, ge=0, le=65535, description="group of the GPU device nodes inside the container (44 is video in Debian)"
+    )
     lxc_storage: StorageId = Field("local", description="storage holding container templates")
 
     @model_validator(mode="after")
     def _consistent(self) -> LxcGpuVars:
         unknown = sorted(set(self.lxc_ctids or ()) - set(self.containers))
         if unknown:
-            raise ValueError(f"lxc_ctids: CT {unknown[0]} is not among the node's containers "
-                             f"({', '.join(map(str, self.containers)) or 'none'})")
+            raise ValueError(
+                f"lxc_ctids: CT {unknown[0]} is not among the node's containers "
+                f"({', '.join(map(str, self.containers)) or 'none'})"
+            )
         if self.selected() and self.nvidia_driver is None:
-            raise ValueError("nvidia_driver: set nvidia_driver {version, url, sha256}: the containers get exactly the host's "
-                             "driver version")
+            raise ValueError(
+                "nvidia_driver: set nvidia_driver {version, url, sha256}: the containers get exactly the host's "
+                "driver version"
+            )
         return self
 
     def selected(self) -> dict[int, ContainerSpec]:
@@ -92,24 +99,57 @@ def container_tasks(ctid: int, spec: ContainerSpec, v: LxcGpuVars, pin: DriverPi
     inside_driver = NvidiaDriver(NvidiaDriverArgs(**pin.model_dump(), target="container"))
     hold = Template(TemplateArgs(src=APT_HOLD_TEMPLATE, dest=APT_HOLD_FILE, mode="0644"))
     return [
-        task(f"{ct} exists", LxcContainer(ContainerArgs(
-            ctid=ctid, hostname=spec.hostname or f"gpu{ctid}", template=spec.template or "auto",
-            storage=v.lxc_storage, cores=spec.cores, memory=spec.memory, swap=spec.swap, rootfs=spec.rootfs,
-            net0=spec.net0, unprivileged=spec.unprivileged, features=spec.features, onboot=spec.onboot))),
-        task(f"{ct}: {gpus} GPUs passed through", LxcDevices(DevicesArgs(ctid=ctid, devices=devices,
-                                                                         gid=v.lxc_device_gid)),
-             notify=(restart_handler(ctid),)),
+        task(
+            f"{ct} exists",
+            LxcContainer(
+                ContainerArgs(
+                    ctid=ctid,
+                    hostname=spec.hostname or f"gpu{ctid}",
+                    template=spec.template or "auto",
+                    storage=v.lxc_storage,
+                    cores=spec.cores,
+                    memory=spec.memory,
+                    swap=spec.swap,
+                    rootfs=spec.rootfs,
+                    net0=spec.net0,
+                    unprivileged=spec.unprivileged,
+                    features=spec.features,
+                    onboot=spec.onboot,
+                )
+            ),
+        ),
+        task(
+            f"{ct}: {gpus} GPUs passed through",
+            LxcDevices(DevicesArgs(ctid=ctid, devices=devices, gid=v.lxc_device_gid)),
+            notify=(restart_handler(ctid),),
+        ),
         FLUSH_HANDLERS,
         task(f"{ct} running", LxcRunning(RunningArgs(ctid=ctid))),
-        task(f"{ct}: NVIDIA installer pushed", Command(CommandArgs(
-            cmd=(f"pct exec {ctid} -- mkdir -p /var/cache/gpuhost && pct push {ctid} {installer} {installer}"),
-            unless=f"pct exec {ctid} -- test -f {installer}")), tags=("driver",)),
-        task(f"{ct}: NVIDIA {pin.version} userspace (no kernel modules)",
-             InCt(InContainerArgs(ctid=ctid, operation=inside_driver)), tags=("driver",)),
-        task(f"{ct}: distribution NVIDIA packages held back", InCt(InContainerArgs(ctid=ctid, operation=hold)),
-             tags=("driver",)),
-        task(f"{ct}: verified ({gpus} GPUs, driver {pin.version}, uvm, memlock, cuInit)",
-             Verify(VerifyArgs(lxc=ContainerProofs(ctid=ctid, gpus=gpus, driver=pin.version))), tags=("verify",)),
+        task(
+            f"{ct}: NVIDIA installer pushed",
+            Command(
+                CommandArgs(
+                    cmd=(f"pct exec {ctid} -- mkdir -p /var/cache/gpuhost && pct push {ctid} {installer} {installer}"),
+                    unless=f"pct exec {ctid} -- test -f {installer}",
+                )
+            ),
+            tags=("driver",),
+        ),
+        task(
+            f"{ct}: NVIDIA {pin.version} userspace (no kernel modules)",
+            InCt(InContainerArgs(ctid=ctid, operation=inside_driver)),
+            tags=("driver",),
+        ),
+        task(
+            f"{ct}: distribution NVIDIA packages held back",
+            InCt(InContainerArgs(ctid=ctid, operation=hold)),
+            tags=("driver",),
+        ),
+        task(
+            f"{ct}: verified ({gpus} GPUs, driver {pin.version}, uvm, memlock, cuInit)",
+            Verify(VerifyArgs(lxc=ContainerProofs(ctid=ctid, gpus=gpus, driver=pin.version))),
+            tags=("verify",),
+        ),
     ]
 
 
@@ -127,10 +167,17 @@ class LxcGpu(Role[LxcGpuVars]):
         facts = host.fact(host_facts)
         loaded = facts.nvidia.version if facts.nvidia else None
         if loaded and loaded != pin.version and not host.check:
-            raise OperationFailed(f"the host runs NVIDIA module {loaded} but the pin is {pin.version}: reboot the "
-                                  "host (gpuhost provision host --allow-reboot) so the containers can match it")
-        tasks: list[Task] = [task(f"NVIDIA {pin.version} installer cached on the node", Command(CommandArgs(
-            cmd=download_command(pin), unless=f"test -f {installer_path(pin.version)}")), tags=("driver",))]
+            raise OperationFailed(
+                f"the host runs NVIDIA module {loaded} but the pin is {pin.version}: reboot the "
+                "host (gpuhost provision host --allow-reboot) so the containers can match it"
+            )
+        tasks: list[Task] = [
+            task(
+                f"NVIDIA {pin.version} installer cached on the node",
+                Command(CommandArgs(cmd=download_command(pin), unless=f"test -f {installer_path(pin.version)}")),
+                tags=("driver",),
+            )
+        ]
         for ctid, spec in containers.items():
             tasks += container_tasks(ctid, spec, v, pin, facts)
         return tasks

@@ -38,18 +38,25 @@ UNITS = ("nvidia-devnodes.service", "nvidia-persistenced.service")
 
 class ProxmoxHostVars(RoleVars):
     gpu_path: Literal["lxc", "vm", "none"] = Field(
-        "lxc", description="lxc: the host NVIDIA driver, shared by containers; vm: vfio-pci for passthrough; "
-                           "none: only the IOMMU command line")
+        "lxc",
+        description="lxc: the host NVIDIA driver, shared by containers; vm: vfio-pci for passthrough; "
+        "none: only the IOMMU command line",
+    )
     iommu_vendor_token: bool = Field(True, description="add amd_iommu=on / intel_iommu=on by CPU vendor")
     cmdline_extra: list[str] = Field([], description="more kernel command-line tokens, e.g. [pcie_aspm=off]")
-    grub_dropin: bool = Field(False, description="on GRUB hosts, write /etc/default/grub.d/90-gpuhost.cfg "
-                                                 "instead of editing /etc/default/grub")
-    vfio_ids: list[str] | None = Field(None, description="vendor:device ids for vfio-pci (VM path); default: "
-                                                         "the host's NVIDIA GPUs")
-    nvidia_driver: DriverPin | None = Field(None, description="the NVIDIA .run installer for the LXC path "
-                                                              "{version, url, sha256, kernel_open}")
-    uvm_disable_hmm: bool = Field(False, description="options nvidia_uvm uvm_disable_hmm=1 (RTX PRO 6000 NCCL "
-                                                     "lock-ups)")
+    grub_dropin: bool = Field(
+        False,
+        description="on GRUB hosts, write /etc/default/grub.d/90-gpuhost.cfg instead of editing /etc/default/grub",
+    )
+    vfio_ids: list[str] | None = Field(
+        None, description="vendor:device ids for vfio-pci (VM path); default: the host's NVIDIA GPUs"
+    )
+    nvidia_driver: DriverPin | None = Field(
+        None, description="the NVIDIA .run installer for the LXC path {version, url, sha256, kernel_open}"
+    )
+    uvm_disable_hmm: bool = Field(
+        False, description="options nvidia_uvm uvm_disable_hmm=1 (RTX PRO 6000 NCCL lock-ups)"
+    )
 
     @field_validator("cmdline_extra")
     @classmethod
@@ -70,8 +77,10 @@ class ProxmoxHostVars(RoleVars):
     @model_validator(mode="after")
     def _driver_for_lxc(self) -> ProxmoxHostVars:
         if self.gpu_path == "lxc" and self.nvidia_driver is None:
-            raise ValueError("nvidia_driver: gpu_path is lxc, so the host needs an NVIDIA driver: set nvidia_driver "
-                             "{version, url, sha256} (or gpu_path: vm / none)")
+            raise ValueError(
+                "nvidia_driver: gpu_path is lxc, so the host needs an NVIDIA driver: set nvidia_driver "
+                "{version, url, sha256} (or gpu_path: vm / none)"
+            )
         return self
 
 
@@ -89,25 +98,50 @@ def lxc_driver_tasks(pin: DriverPin, kernel: str, uvm_disable_hmm: bool) -> list
     """The host NVIDIA driver that LXC guests share, with its device nodes guaranteed at boot."""
     driver = NvidiaDriverArgs(**pin.model_dump(), target="host")
     tasks = [
-        task("kernel headers and dkms before the driver",
-             Apt(AptArgs(packages={"dkms": None, "proxmox-default-headers": None, f"proxmox-headers-{kernel}": None})),
-             tags=("driver",)),
+        task(
+            "kernel headers and dkms before the driver",
+            Apt(AptArgs(packages={"dkms": None, "proxmox-default-headers": None, f"proxmox-headers-{kernel}": None})),
+            tags=("driver",),
+        ),
         task(f"NVIDIA driver {pin.version} (DKMS)", NvidiaDriver(driver), tags=("driver",)),
-        task("/dev/nvidia-uvm now (the boot unit keeps it after reboots)",
-             Command(CommandArgs(cmd="nvidia-modprobe -c0 -u", creates="/dev/nvidia-uvm",
-                                 unless="! test -e /proc/driver/nvidia/version")), tags=("driver",)),
-        task("nvidia and nvidia_uvm load at boot",
-             ModuleList(ModuleListArgs(path="/etc/modules-load.d/nvidia.conf", modules=["nvidia", "nvidia_uvm"])),
-             tags=("driver",)),
+        task(
+            "/dev/nvidia-uvm now (the boot unit keeps it after reboots)",
+            Command(
+                CommandArgs(
+                    cmd="nvidia-modprobe -c0 -u",
+                    creates="/dev/nvidia-uvm",
+                    unless="! test -e /proc/driver/nvidia/version",
+                )
+            ),
+            tags=("driver",),
+        ),
+        task(
+            "nvidia and nvidia_uvm load at boot",
+            ModuleList(ModuleListArgs(path="/etc/modules-load.d/nvidia.conf", modules=["nvidia", "nvidia_uvm"])),
+            tags=("driver",),
+        ),
     ]
     if uvm_disable_hmm:
-        tasks.append(task("nvidia_uvm without HMM", Copy(CopyArgs(
-            dest="/etc/modprobe.d/nvidia-uvm.conf", content="options nvidia_uvm uvm_disable_hmm=1\n",
-            mode="0644")), tags=("driver",)))
+        tasks.append(
+            task(
+                "nvidia_uvm without HMM",
+                Copy(
+                    CopyArgs(
+                        dest="/etc/modprobe.d/nvidia-uvm.conf",
+                        content="options nvidia_uvm uvm_disable_hmm=1\n",
+                        mode="0644",
+                    )
+                ),
+                tags=("driver",),
+            )
+        )
     for unit in UNITS:
         tasks += [
-            task(f"{unit} unit", Template(TemplateArgs(src=f"{unit}.j2", dest=f"/etc/systemd/system/{unit}",
-                                                       mode="0644")), tags=("driver",)),
+            task(
+                f"{unit} unit",
+                Template(TemplateArgs(src=f"{unit}.j2", dest=f"/etc/systemd/system/{unit}", mode="0644")),
+                tags=("driver",),
+            ),
             task(f"{unit} enabled", Systemd(SystemdArgs(unit=unit, enabled=True)), tags=("driver",)),
         ]
     return tasks
@@ -121,21 +155,33 @@ class ProxmoxHost(Role[ProxmoxHostVars]):
     def tasks(self, host: HostContext, v: ProxmoxHostVars) -> list[Task]:
         facts = host.fact(host_facts)
         tokens = cmdline_tokens(facts.cpu_vendor, v)
-        tasks = [task("IOMMU on the kernel command line",
-                      KernelCmdline(KernelCmdlineArgs(present=tokens, grub_dropin=v.grub_dropin)),
-                      notify=(REFRESH,), tags=("cmdline",))]
+        tasks = [
+            task(
+                "IOMMU on the kernel command line",
+                KernelCmdline(KernelCmdlineArgs(present=tokens, grub_dropin=v.grub_dropin)),
+                notify=(REFRESH,),
+                tags=("cmdline",),
+            )
+        ]
         if v.gpu_path == "vm":
             ids = v.vfio_ids or sorted({f"{g.vendor}:{g.device}" for g in facts.gpus})
             if not ids:
-                raise OperationFailed("gpu_path is vm but no NVIDIA GPU was found (lspci -nn -d 10de:) "
-                                      "and vfio_ids is not set")
+                raise OperationFailed(
+                    "gpu_path is vm but no NVIDIA GPU was found (lspci -nn -d 10de:) and vfio_ids is not set"
+                )
             tasks += [
-                task("vfio modules at boot", ModuleList(ModuleListArgs(modules=VFIO_MODULES)),
-                     notify=(INITRAMFS,), tags=("vfio",)),
-                task("vfio-pci claims the GPUs, nouveau stays away",
-                     Template(TemplateArgs(src="vfio.conf.j2", dest=VFIO_CONF, mode="0644",
-                                           vars={"vfio_ids": ids})),
-                     notify=(INITRAMFS,), tags=("vfio",)),
+                task(
+                    "vfio modules at boot",
+                    ModuleList(ModuleListArgs(modules=VFIO_MODULES)),
+                    notify=(INITRAMFS,),
+                    tags=("vfio",),
+                ),
+                task(
+                    "vfio-pci claims the GPUs, nouveau stays away",
+                    Template(TemplateArgs(src="vfio.conf.j2", dest=VFIO_CONF, mode="0644", vars={"vfio_ids": ids})),
+                    notify=(INITRAMFS,),
+                    tags=("vfio",),
+                ),
             ]
         driver: str | None = None
         if v.gpu_path == "lxc":
@@ -145,11 +191,26 @@ class ProxmoxHost(Role[ProxmoxHostVars]):
         lxc = v.gpu_path == "lxc"
         tasks += [
             FLUSH_HANDLERS,
-            task("reboot if the running kernel lags its configuration",
-                 RebootIfNeeded(RebootIfNeededArgs(cmdline=tokens, nvidia_driver=driver)), tags=("reboot",)),
-            task("verify the booted host", Verify(VerifyArgs(host=HostProofs(
-                cmdline=tuple(tokens), nvidia_driver=driver, nvidia_uvm=lxc, persistenced=lxc,
-                vfio=v.gpu_path == "vm"))), tags=("verify",)),
+            task(
+                "reboot if the running kernel lags its configuration",
+                RebootIfNeeded(RebootIfNeededArgs(cmdline=tokens, nvidia_driver=driver)),
+                tags=("reboot",),
+            ),
+            task(
+                "verify the booted host",
+                Verify(
+                    VerifyArgs(
+                        host=HostProofs(
+                            cmdline=tuple(tokens),
+                            nvidia_driver=driver,
+                            nvidia_uvm=lxc,
+                            persistenced=lxc,
+                            vfio=v.gpu_path == "vm",
+                        )
+                    )
+                ),
+                tags=("verify",),
+            ),
         ]
         return tasks
 

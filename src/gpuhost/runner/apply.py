@@ -11,8 +11,9 @@ from gpuhost.runner.context import RunnerHost
 def apply(host: RunnerHost, action: Action) -> None:
     host.round_trips += 1
     if isinstance(action, WriteFile):
-        host.conn.write_file(action.path, action.content, mode=action.mode, backup=action.backup,
-                             backup_dir=action.backup_dir)
+        host.conn.write_file(
+            action.path, action.content, mode=action.mode, backup=action.backup, backup_dir=action.backup_dir
+        )
     elif isinstance(action, RunCommand):
         host.conn.run(action.command, ok_codes=action.ok_codes, timeout=action.timeout)
     elif isinstance(action, RebootHost):
@@ -38,8 +39,9 @@ def call(host: RunnerHost, action: PveCall) -> None:
 def reboot(host: RunnerHost, action: RebootHost) -> None:
     conn = host.conn
     if not isinstance(conn, Rebootable):
-        raise OperationFailed(f"{host.name}: will not reboot through a {type(conn).__name__} (the machine gpuhost "
-                              "runs on, or a guest)")
+        raise OperationFailed(
+            f"{host.name}: will not reboot through a {type(conn).__name__} (the machine gpuhost runs on, or a guest)"
+        )
     conn.reboot(action.timeout)
     host.rebooted = True
     host.reboot_needed = None

@@ -17,11 +17,13 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-API_ONLY = ("only an API token is configured (connection: api), and provisioning needs root over SSH: PVE lets "
-            "only root@pam set device passthrough ('configuring device passthrough is only allowed for "
-            "root@pam'), raw lxc.* keys have no API at all, and the kernel command line, modules and driver "
-            "live outside PVE's API. Fix: give gpuhost SSH as root to this node (ssh: {user: root, key_file: …}"
-            " and remove connection: api)")
+API_ONLY = (
+    "only an API token is configured (connection: api), and provisioning needs root over SSH: PVE lets "
+    "only root@pam set device passthrough ('configuring device passthrough is only allowed for "
+    "root@pam'), raw lxc.* keys have no API at all, and the kernel command line, modules and driver "
+    "live outside PVE's API. Fix: give gpuhost SSH as root to this node (ssh: {user: root, key_file: …}"
+    " and remove connection: api)"
+)
 
 
 def open_connection(node: NodeSpec) -> Connection:
@@ -34,12 +36,21 @@ def open_connection(node: NodeSpec) -> Connection:
         raise ConnectionFailed(node.name, API_ONLY)
     from gpuhost.connection.ssh import SSHConnection, SSHSettings
 
-
     s = node.ssh
     password = read_secret(f"{node.name}: ssh password", env=s.password_env, file=s.password_file)
-    return SSHConnection(node.name, SSHSettings(
-        address=node.address, user=s.user, port=s.port, key_file=s.key_file, password=password,
-        known_hosts_file=s.known_hosts_file, host_key_policy=s.host_key_policy, connect_timeout=s.connect_timeout))
+    return SSHConnection(
+        node.name,
+        SSHSettings(
+            address=node.address,
+            user=s.user,
+            port=s.port,
+            key_file=s.key_file,
+            password=password,
+            known_hosts_file=s.known_hosts_file,
+            host_key_policy=s.host_key_policy,
+            connect_timeout=s.connect_timeout,
+        ),
+    )
 
 
 def token_route(node: NodeSpec) -> TokenRoute | None:
@@ -51,8 +62,9 @@ def token_route(node: NodeSpec) -> TokenRoute | None:
         return None
     from gpuhost.pve.api import TokenRoute
 
-    return TokenRoute(url=api.url, token_id=api.token_id, token_secret=secret, ca_file=api.ca_file,
-                      verify_tls=api.verify_tls)
+    return TokenRoute(
+        url=api.url, token_id=api.token_id, token_secret=secret, ca_file=api.ca_file, verify_tls=api.verify_tls
+    )
 
 
 def read_fact(conn: Connection, fact: Fact[T], *args: Any) -> T:
@@ -72,8 +84,9 @@ def secret_fields(node: NodeSpec) -> list[tuple[str, Callable[[], object]]]:
     s, api = node.ssh, node.api
     if s.password_env or s.password_file:
         key = "password_env" if s.password_env else "password_file"
-        out.append((f"ssh.{key}", lambda: read_secret(f"{node.name}: ssh password", env=s.password_env,
-                                                     file=s.password_file)))
+        out.append(
+            (f"ssh.{key}", lambda: read_secret(f"{node.name}: ssh password", env=s.password_env, file=s.password_file))
+        )
     if api is not None and (api.token_secret_env or api.token_secret_file):
         key = "token_secret_env" if api.token_secret_env else "token_secret_file"
         out.append((f"api.{key}", lambda: token_route(node)))

@@ -21,9 +21,17 @@ T = TypeVar("T")
 class RunnerHost:
     """One host (a node, or a guest of one) during one run. Connects on first use."""
 
-    def __init__(self, node: NodeSpec, variables: Mapping[str, Any], templates: Templates, *, check: bool,
-                 connect: Callable[[NodeSpec], Connection], name: str | None = None,
-                 parent: RunnerHost | None = None) -> None:
+    def __init__(
+        self,
+        node: NodeSpec,
+        variables: Mapping[str, Any],
+        templates: Templates,
+        *,
+        check: bool,
+        connect: Callable[[NodeSpec], Connection],
+        name: str | None = None,
+        parent: RunnerHost | None = None,
+    ) -> None:
         self.node = node
         self._name = name or node.name
         self._vars: Mapping[str, Any] = variables
@@ -87,9 +95,15 @@ class RunnerHost:
                 raise FactError(f"{self.name}: {guest} cannot be reached yet (only LXC guests are)")
             from gpuhost.connection.pct import PctConnection
 
-            ctx = RunnerHost(self.node, self.vars, self.templates, check=self.check,
-                             connect=lambda _n: PctConnection(self.conn, guest.id),
-                             name=f"{self.name}/ct{guest.id}", parent=self)
+            ctx = RunnerHost(
+                self.node,
+                self.vars,
+                self.templates,
+                check=self.check,
+                connect=lambda _n: PctConnection(self.conn, guest.id),
+                name=f"{self.name}/ct{guest.id}",
+                parent=self,
+            )
             self._guests[guest] = ctx
         return self._guests[guest]
 

@@ -82,8 +82,14 @@ def _build_task(spec: TaskSpec, variables: dict[str, Any], templates: Templates)
         except TemplateError as exc:
             raise _err(exc, spec.origin, ["src"], "template.src") from None
     line = spec.origin.line()
-    return Task(name=spec.name, kind=spec.kind, operation=op, tags=spec.tags, notify=spec.notify,
-                source=f"{spec.origin.file}:{line}" if line else spec.origin.file)
+    return Task(
+        name=spec.name,
+        kind=spec.kind,
+        operation=op,
+        tags=spec.tags,
+        notify=spec.notify,
+        source=f"{spec.origin.file}:{line}" if line else spec.origin.file,
+    )
 
 
 def _layers(play: Play, inventory: Inventory, host: str, extra: Layer) -> list[Layer]:
@@ -92,8 +98,9 @@ def _layers(play: Play, inventory: Inventory, host: str, extra: Layer) -> list[L
     spec = inventory.nodes[host]
     if spec.containers:
         containers = {ctid: c.model_dump() for ctid, c in spec.containers.items()}
-        layers.append(Layer({"containers": containers},
-                            {"containers": Origin(path, doc, ("nodes", host, "containers"))}))
+        layers.append(
+            Layer({"containers": containers}, {"containers": Origin(path, doc, ("nodes", host, "containers"))})
+        )
     layers += [ref.vars for ref in play.roles]
     return [*layers, play.vars, extra]
 
@@ -102,14 +109,22 @@ def _check_handlers(play: Play, handlers: list[Task]) -> None:
     names: dict[str, str] = {}
     for h in handlers:
         if h.name in names:
-            raise PlaybookError(f"handler '{h.name}' is defined twice ({names[h.name]} and {h.role or 'the play'})",
-                                file=play.origin.file, line=play.origin.line(["handlers"]), field="handlers")
+            raise PlaybookError(
+                f"handler '{h.name}' is defined twice ({names[h.name]} and {h.role or 'the play'})",
+                file=play.origin.file,
+                line=play.origin.line(["handlers"]),
+                field="handlers",
+            )
         names[h.name] = h.role or "the play"
     for spec in play.tasks:
         for n in spec.notify:
             if n not in names:
-                raise PlaybookError(f"notifies unknown handler '{n}' (known: {', '.join(names) or 'none'})",
-                                    file=spec.origin.file, line=spec.origin.line([]), field="notify")
+                raise PlaybookError(
+                    f"notifies unknown handler '{n}' (known: {', '.join(names) or 'none'})",
+                    file=spec.origin.file,
+                    line=spec.origin.line([]),
+                    field="notify",
+                )
 
 
 def _prepare_host(play: Play, inventory: Inventory, host: str, extra: Layer, templates: Templates) -> HostPlay:
@@ -153,12 +168,17 @@ def read_secrets(inventory: Inventory, host: str) -> None:
             read()
         except SecretError as exc:
             loc: list[str | int] = ["nodes", host, *fld.split(".")]
-            raise InventoryError(exc.message, file=str(inventory.path), line=yamlfile.line_of(inventory.document, loc),
-                                 field=f"nodes.{host}.{fld}") from None
+            raise InventoryError(
+                exc.message,
+                file=str(inventory.path),
+                line=yamlfile.line_of(inventory.document, loc),
+                field=f"nodes.{host}.{fld}",
+            ) from None
 
 
-def prepare(playbook: Playbook, inventory: Inventory, *, limit: str | None, extra: Layer,
-            templates: Templates) -> list[PreparedPlay]:
+def prepare(
+    playbook: Playbook, inventory: Inventory, *, limit: str | None, extra: Layer, templates: Templates
+) -> list[PreparedPlay]:
     """Check the whole run against the inventory; raises a ConfigError (exit 2) before any host is contacted."""
     allowed = set(inventory.select(limit)) if limit else None
     prepared: list[PreparedPlay] = []
@@ -167,15 +187,20 @@ def prepare(playbook: Playbook, inventory: Inventory, *, limit: str | None, extr
         try:
             selected = inventory.select(play.hosts)
         except InventoryError as exc:
-            raise PlaybookError(exc.message.split(": ", 1)[-1], file=play.origin.file,
-                                line=play.origin.line(["hosts"]), field="hosts") from None
+            raise PlaybookError(
+                exc.message.split(": ", 1)[-1], file=play.origin.file, line=play.origin.line(["hosts"]), field="hosts"
+            ) from None
         hosts = [h for h in selected if allowed is None or h in allowed]
         for h in hosts:
             if inventory.nodes[h].connection == "api":
                 from gpuhost import yamlfile
 
-                raise InventoryError(API_ONLY, file=str(inventory.path), field=f"nodes.{h}.connection",
-                                     line=yamlfile.line_of(inventory.document, ["nodes", h, "connection"]))
+                raise InventoryError(
+                    API_ONLY,
+                    file=str(inventory.path),
+                    field=f"nodes.{h}.connection",
+                    line=yamlfile.line_of(inventory.document, ["nodes", h, "connection"]),
+                )
             if h not in secrets_read:
                 read_secrets(inventory, h)
                 secrets_read.add(h)

@@ -30,11 +30,20 @@ class TaskResult:
     role: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"host": self.host, "play": self.play, "task": self.task, "operation": self.operation,
-                "role": self.role, "handler": self.handler, "status": self.status,
-                "changed": self.status == "changed", "reason": redact(self.reason),
-                "diff": redact(self.diff), "error": redact(self.error) if self.error else None,
-                "duration_s": round(self.duration, 4)}
+        return {
+            "host": self.host,
+            "play": self.play,
+            "task": self.task,
+            "operation": self.operation,
+            "role": self.role,
+            "handler": self.handler,
+            "status": self.status,
+            "changed": self.status == "changed",
+            "reason": redact(self.reason),
+            "diff": redact(self.diff),
+            "error": redact(self.error) if self.error else None,
+            "duration_s": round(self.duration, 4),
+        }
 
 
 @dataclass
@@ -73,7 +82,13 @@ class RunReport:
         return 1 if self.failed else 0
 
     def to_json(self) -> dict[str, Any]:
-        return {"schema": SCHEMA, "playbook": self.playbook, "check": self.check, "ok": not self.failed,
-                "exit_code": self.exit_code, "duration_s": round(self.duration, 4),
-                "hosts": {name: s.to_json() for name, s in self.hosts.items()},
-                "tasks": [r.to_json() for r in self.results]}
+        return {
+            "schema": SCHEMA,
+            "playbook": self.playbook,
+            "check": self.check,
+            "ok": not self.failed,
+            "exit_code": self.exit_code,
+            "duration_s": round(self.duration, 4),
+            "hosts": {name: s.to_json() for name, s in self.hosts.items()},
+            "tasks": [r.to_json() for r in self.results],
+        }

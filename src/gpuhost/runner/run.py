@@ -65,8 +65,15 @@ def _internal(exc: BaseException) -> str:
 class _HostRun:
     """One host through one play: tasks in order, then its notified handlers."""
 
-    def __init__(self, ctx: RunnerHost, play: str, summary: HostSummary, opts: RunOptions, consent: tuple[bool, bool],
-                 emit: Callable[[TaskResult], None]) -> None:
+    def __init__(
+        self,
+        ctx: RunnerHost,
+        play: str,
+        summary: HostSummary,
+        opts: RunOptions,
+        consent: tuple[bool, bool],
+        emit: Callable[[TaskResult], None],
+    ) -> None:
         self.ctx, self.play, self.summary, self.opts, self.emit = ctx, play, summary, opts, emit
         self.allow_reboot, self.allow_restart = consent
 
@@ -112,9 +119,19 @@ class _HostRun:
             status, error = "failed", str(exc)
         except Exception as exc:  # noqa: BLE001 - one host's bug must not end the others' run
             status, error = "failed", _internal(exc)
-        result = TaskResult(host=ctx.name, play=self.play, task=task.name, operation=task.kind,
-                            status=status, reason=reason, duration=time.monotonic() - start, diff=diff,
-                            error=error, handler=handler, role=task.role)
+        result = TaskResult(
+            host=ctx.name,
+            play=self.play,
+            task=task.name,
+            operation=task.kind,
+            status=status,
+            reason=reason,
+            duration=time.monotonic() - start,
+            diff=diff,
+            error=error,
+            handler=handler,
+            role=task.role,
+        )
         self.summary.count(result.status)
         self.emit(result)
         return result
@@ -164,8 +181,9 @@ def run_playbook(playbook: Playbook, inventory: Inventory, opts: RunOptions | No
     return execute(playbook, inventory, plays, opts, templates)
 
 
-def execute(playbook: Playbook, inventory: Inventory, plays: list[PreparedPlay], opts: RunOptions,
-            templates: Templates) -> RunReport:
+def execute(
+    playbook: Playbook, inventory: Inventory, plays: list[PreparedPlay], opts: RunOptions, templates: Templates
+) -> RunReport:
     report = RunReport(playbook=str(playbook.path), check=opts.check)
     contexts: dict[str, RunnerHost] = {}
     dead: set[str] = set()
@@ -195,8 +213,9 @@ def execute(playbook: Playbook, inventory: Inventory, plays: list[PreparedPlay],
                 tasks, handlers = _expand(hp, ctx)
             except GpuhostError as exc:
                 summary.unreachable = summary.unreachable or isinstance(exc, ConnectionFailed)
-                runner.emit(TaskResult(name, prepared.play.name, "prepare roles", "facts", "failed", "", 0.0,
-                                       error=str(exc)))
+                runner.emit(
+                    TaskResult(name, prepared.play.name, "prepare roles", "facts", "failed", "", 0.0, error=str(exc))
+                )
                 summary.count("failed")
                 return False
             return runner.run(tasks, handlers)
@@ -216,7 +235,7 @@ def execute(playbook: Playbook, inventory: Inventory, plays: list[PreparedPlay],
             for name in hosts:
                 report.hosts.setdefault(name, HostSummary())
             with ThreadPoolExecutor(max_workers=max(1, opts.forks)) as pool:
-                for name, ok in zip(hosts, pool.map(lambda h, p=prepared: one(p, h), hosts)):
+                for name, ok in zip(hosts, pool.map(lambda h, p=prepared: one(p, h), hosts), strict=False):
                     if not ok:
                         dead.add(name)
     finally:

@@ -40,16 +40,25 @@ class VerifyReport:
         return 1 if worst(self.findings) >= Level.FAIL else 0
 
     def to_json(self) -> dict[str, Any]:
-        return {"schema": "gpuhost.verify/1", "kind": self.kind, "ok": self.exit_code == 0,
-                "exit_code": self.exit_code, "findings": [f.to_json() for f in self.findings]}
+        return {
+            "schema": "gpuhost.verify/1",
+            "kind": self.kind,
+            "ok": self.exit_code == 0,
+            "exit_code": self.exit_code,
+            "findings": [f.to_json() for f in self.findings],
+        }
 
 
 def _vars(inventory: Inventory, node: str, model: type[Any], role: str, extra: dict[str, Any]) -> Any:
     doc, path = inventory.document, str(inventory.path)
     layers = [Layer.from_yaml(v, path, doc, loc) for v, loc in inventory.var_sources(node)]
     spec = inventory.nodes[node]
-    layers.append(Layer({"containers": {k: c.model_dump() for k, c in spec.containers.items()}},
-                        {"containers": Origin(path, doc, ("nodes", node, "containers"))}))
+    layers.append(
+        Layer(
+            {"containers": {k: c.model_dump() for k, c in spec.containers.items()}},
+            {"containers": Origin(path, doc, ("nodes", node, "containers"))},
+        )
+    )
     layers.append(Layer(extra, {k: Origin(f"--{k.removeprefix('lxc_')}") for k in extra}))
     return validate_role_vars(model, merge(layers), role=role, fallback=Origin(path, doc, ("nodes", node)))
 
@@ -57,9 +66,13 @@ def _vars(inventory: Inventory, node: str, model: type[Any], role: str, extra: d
 def _host(conn: Connection, name: str, v: ProxmoxHostVars) -> list[Finding]:
     facts = read_fact(conn, host_facts)
     lxc = v.gpu_path == "lxc"
-    expect = HostExpectation(cmdline=tuple(cmdline_tokens(facts.cpu_vendor, v)),
-                             nvidia_driver=v.nvidia_driver.version if lxc and v.nvidia_driver else None,
-                             nvidia_uvm=lxc, persistenced=lxc, vfio=v.gpu_path == "vm")
+    expect = HostExpectation(
+        cmdline=tuple(cmdline_tokens(facts.cpu_vendor, v)),
+        nvidia_driver=v.nvidia_driver.version if lxc and v.nvidia_driver else None,
+        nvidia_uvm=lxc,
+        persistenced=lxc,
+        vfio=v.gpu_path == "vm",
+    )
     return host_findings(facts, name, expect)
 
 
@@ -73,8 +86,11 @@ def _containers(conn: Connection, name: str, v: LxcGpuVars) -> list[Finding]:
         subject = f"{name}/CT {ctid}"
         status = read_fact(conn, ct_status, ctid)
         if status != "running":
-            out.append(Finding(Level.FAIL, "ct.running", subject, f"CT {ctid} is {status or 'absent'}",
-                               fix="gpuhost provision lxc"))
+            out.append(
+                Finding(
+                    Level.FAIL, "ct.running", subject, f"CT {ctid} is {status or 'absent'}", fix="gpuhost provision lxc"
+                )
+            )
             continue
         gpus = sum(1 for d in gpu_devices(spec, facts) if re.fullmatch(r"/dev/nvidia\d+", d))
         cf = read_fact(PctConnection(conn, ctid), container_facts)
@@ -82,8 +98,15 @@ def _containers(conn: Connection, name: str, v: LxcGpuVars) -> list[Finding]:
     return out
 
 
-def verify(inventory: Inventory, kind: Kind, *, limit: str | None = None, ctids: list[int] | None = None,
-           forks: int = 10, connect: Callable[[NodeSpec], Connection] = open_connection) -> VerifyReport:
+def verify(
+    inventory: Inventory,
+    kind: Kind,
+    *,
+    limit: str | None = None,
+    ctids: list[int] | None = None,
+    forks: int = 10,
+    connect: Callable[[NodeSpec], Connection] = open_connection,
+) -> VerifyReport:
     """Findings for every selected node (``kind='host'``) or its containers (``kind='lxc'``)."""
     names = inventory.select(limit) if limit else list(inventory.nodes)
     plans: dict[str, Any] = {}

@@ -41,9 +41,13 @@ def nccl_env(p2p: P2pSummary | None) -> dict[str, str]:
     return {"NCCL_P2P_LEVEL": p2p.level or "SYS"}
 
 
-@check(NCCL_CHECK, title="NCCL P2P settings agree with the measured P2P verdict", group="serve",
-       meaning="The profile's NCCL P2P variables contradict what the P2P probe measured.",
-       fix="Let gpuhost derive NCCL_P2P_LEVEL / NCCL_P2P_DISABLE from the verdict.")
+@check(
+    NCCL_CHECK,
+    title="NCCL P2P settings agree with the measured P2P verdict",
+    group="serve",
+    meaning="The profile's NCCL P2P variables contradict what the P2P probe measured.",
+    fix="Let gpuhost derive NCCL_P2P_LEVEL / NCCL_P2P_DISABLE from the verdict.",
+)
 def check_nccl_env(profile: Profile, p2p: P2pSummary | None) -> list[Finding]:
     subject = f"profile {profile.name}"
     if p2p is None:
@@ -51,13 +55,28 @@ def check_nccl_env(profile: Profile, p2p: P2pSummary | None) -> list[Finding]:
     derived = nccl_env(p2p)
     out: list[Finding] = []
     if "NCCL_P2P_LEVEL" in derived and profile.env.get("NCCL_P2P_DISABLE") == "1":
-        out.append(Finding(Level.WARN, NCCL_CHECK, subject, "profile disables NCCL P2P but P2P works",
-                           "all-reduce would go through host memory (the seeds' 13.7 µs latency floor)",
-                           "drop NCCL_P2P_DISABLE from the profile"))
+        out.append(
+            Finding(
+                Level.WARN,
+                NCCL_CHECK,
+                subject,
+                "profile disables NCCL P2P but P2P works",
+                "all-reduce would go through host memory (the seeds' 13.7 µs latency floor)",
+                "drop NCCL_P2P_DISABLE from the profile",
+            )
+        )
     if "NCCL_P2P_DISABLE" in derived:
         why = "P2P copies returned wrong data" if p2p.available else "P2P is unavailable"
-        out.append(Finding(Level.WARN, NCCL_CHECK, subject, f"{why}: NCCL_P2P_DISABLE=1 will be set",
-                           "NCCL would otherwise hang or corrupt all-reduces", "fix P2P (run gpuhost verify p2p)"))
+        out.append(
+            Finding(
+                Level.WARN,
+                NCCL_CHECK,
+                subject,
+                f"{why}: NCCL_P2P_DISABLE=1 will be set",
+                "NCCL would otherwise hang or corrupt all-reduces",
+                "fix P2P (run gpuhost verify p2p)",
+            )
+        )
     else:
         level = derived["NCCL_P2P_LEVEL"]
         out.append(Finding(Level.PASS, NCCL_CHECK, subject, f"NCCL_P2P_LEVEL={level} from the verdict"))

@@ -79,19 +79,29 @@ def _finding(level: Level, subject: str, message: str, cause: str | None, fix: s
     return Finding(level=level, check=CHECK, subject=subject, message=message, cause=cause, fix=fix)
 
 
-@check(CHECK, title="SGLang flags exist and take these values", group="serve",
-       meaning="A flag is unknown, an ambiguous abbreviation, removed, or given a value its version refuses: "
-               "SGLang would exit with status 2 before loading anything.",
-       fix="Use the spelling and values of the flag table of the pinned SGLang version.")
+@check(
+    CHECK,
+    title="SGLang flags exist and take these values",
+    group="serve",
+    meaning="A flag is unknown, an ambiguous abbreviation, removed, or given a value its version refuses: "
+    "SGLang would exit with status 2 before loading anything.",
+    fix="Use the spelling and values of the flag table of the pinned SGLang version.",
+)
 def check_flags(profile: Profile, table: FlagTable | None = None) -> list[Finding]:
     """Every flag of ``profile`` against the table of ``profile.pins.sglang``."""
     version = profile.pins.sglang
     subject = f"profile {profile.name}"
     if table is None:
         if version not in available_versions():
-            return [_finding(Level.FAIL, subject, f"no flag table for SGLang {version}",
-                             "the flags cannot be checked against the real parser",
-                             f"run scripts/extract_sglang_flags.py {version} and commit the table")]
+            return [
+                _finding(
+                    Level.FAIL,
+                    subject,
+                    f"no flag table for SGLang {version}",
+                    "the flags cannot be checked against the real parser",
+                    f"run scripts/extract_sglang_flags.py {version} and commit the table",
+                )
+            ]
         table = load_table(version)
     out: list[Finding] = []
     for flag, value in profile.flags.items():
@@ -101,33 +111,68 @@ def check_flags(profile: Profile, table: FlagTable | None = None) -> list[Findin
             gone = removed_in(name, version)
             if gone:
                 msg = f"{name}: removed (last in {gone[0]}, absent from {gone[1]} on)"
-                out.append(_finding(Level.FAIL, subject, msg,
-                                    f"SGLang {version} answers 'unrecognized arguments: {name}'",
-                                    "drop it or use its replacement (see the flag's help in the older table)"))
+                out.append(
+                    _finding(
+                        Level.FAIL,
+                        subject,
+                        msg,
+                        f"SGLang {version} answers 'unrecognized arguments: {name}'",
+                        "drop it or use its replacement (see the flag's help in the older table)",
+                    )
+                )
             else:
-                out.append(_finding(Level.FAIL, subject, f"{name}: unknown to SGLang {version}",
-                                    "argparse exits with 'unrecognized arguments'", "check the spelling"))
+                out.append(
+                    _finding(
+                        Level.FAIL,
+                        subject,
+                        f"{name}: unknown to SGLang {version}",
+                        "argparse exits with 'unrecognized arguments'",
+                        "check the spelling",
+                    )
+                )
             continue
         if res.match is Match.AMBIGUOUS:
             gone = removed_in(name, version)
             was = f"; it was a flag of its own until {gone[0]}" if gone else ""
-            out.append(_finding(Level.FAIL, subject,
-                                f"{name}: ambiguous option, could match {', '.join(res.candidates)}{was}",
-                                f"SGLang {version} exits with 'ambiguous option'", "spell the full flag name"))
+            out.append(
+                _finding(
+                    Level.FAIL,
+                    subject,
+                    f"{name}: ambiguous option, could match {', '.join(res.candidates)}{was}",
+                    f"SGLang {version} exits with 'ambiguous option'",
+                    "spell the full flag name",
+                )
+            )
             continue
         assert res.arg is not None
         if res.match is Match.PREFIX:
-            out.append(_finding(Level.WARN, subject, f"{name}: abbreviation of {res.candidates[0]}",
-                                "argparse accepts unique prefixes, but a later flag can make it ambiguous",
-                                f"write {res.candidates[0]}"))
+            out.append(
+                _finding(
+                    Level.WARN,
+                    subject,
+                    f"{name}: abbreviation of {res.candidates[0]}",
+                    "argparse accepts unique prefixes, but a later flag can make it ambiguous",
+                    f"write {res.candidates[0]}",
+                )
+            )
         if res.arg.deprecated:
             since = _first_deprecated(res.arg.flags[0], version) or version
-            out.append(_finding(Level.WARN, subject, f"{name}: deprecated (since {since}): {res.arg.help or ''}",
-                                "still accepted with a warning; may be removed", "use its replacement"))
+            out.append(
+                _finding(
+                    Level.WARN,
+                    subject,
+                    f"{name}: deprecated (since {since}): {res.arg.help or ''}",
+                    "still accepted with a warning; may be removed",
+                    "use its replacement",
+                )
+            )
         err = check_value(res.arg, name, value)
         if err:
-            out.append(_finding(Level.FAIL, subject, err, f"SGLang {version} exits with status 2",
-                                "use a value from the table"))
+            out.append(
+                _finding(
+                    Level.FAIL, subject, err, f"SGLang {version} exits with status 2", "use a value from the table"
+                )
+            )
     if not any(f.level >= Level.WARN for f in out):
         out.append(_finding(Level.PASS, subject, f"{len(profile.flags)} flags valid for SGLang {version}", None, None))
     return out

@@ -83,7 +83,7 @@ def available_versions() -> tuple[str, ...]:
     """SGLang versions with a committed table, oldest first."""
     folder = resources.files("gpuhost.serve") / "flags"
     names = [p.name for p in folder.iterdir() if p.name.startswith("sglang-") and p.name.endswith(".json")]
-    return tuple(sorted((n[len("sglang-"):-len(".json")] for n in names), key=_version_key))
+    return tuple(sorted((n[len("sglang-") : -len(".json")] for n in names), key=_version_key))
 
 
 @cache
@@ -91,8 +91,10 @@ def load_table(version: str) -> FlagTable:
     """The table of ``version`` (exact release string, e.g. ``0.5.23`` or ``0.5.15.post1``)."""
     if version not in available_versions():
         known = ", ".join(available_versions())
-        raise ConfigError(f"no SGLang flag table for version {version} (tables: {known}); "
-                          "run scripts/extract_sglang_flags.py to add one")
+        raise ConfigError(
+            f"no SGLang flag table for version {version} (tables: {known}); "
+            "run scripts/extract_sglang_flags.py to add one"
+        )
     text = (resources.files("gpuhost.serve") / "flags" / f"sglang-{version}.json").read_text()
     return FlagTable.model_validate(json.loads(text))
 

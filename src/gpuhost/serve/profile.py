@@ -81,8 +81,9 @@ def _from_file(path: Path) -> list[Profile]:
     items = data.get("profiles") if isinstance(data, dict) and "profiles" in data else [data]
     prefix: list[str | int] = ["profiles"] if isinstance(data, dict) and "profiles" in data else []
     if not isinstance(items, list):
-        raise ConfigError("'profiles' must be a list", file=str(path), line=yamlfile.line_of(data, ["profiles"]),
-                          field="profiles")
+        raise ConfigError(
+            "'profiles' must be a list", file=str(path), line=yamlfile.line_of(data, ["profiles"]), field="profiles"
+        )
     out: list[Profile] = []
     for i, item in enumerate(items):
         loc: list[str | int] = [*prefix, i] if prefix else []
@@ -125,5 +126,11 @@ def get_profile(name: str, extra: Iterable[Path] = ()) -> Profile:
 
 
 def profile_summary(p: Profile) -> dict[str, Any]:
-    return {"name": p.name, "status": p.status, "sglang": p.pins.sglang, "model": p.model,
-            "architectures": p.architectures, "tp_size": p.tp_size}
+    return {
+        "name": p.name,
+        "status": p.status,
+        "sglang": p.pins.sglang,
+        "model": p.model,
+        "architectures": p.architectures,
+        "tp_size": p.tp_size,
+    }

@@ -17,8 +17,13 @@ GRUB, SDBOOT = "grub1", "sdboot1"
 def boot_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabHandle]:
     """Its own nodes: these tests reboot them and change their command lines."""
     state = tmp_path_factory.mktemp("bootlab") / "state"
-    handle = start_lab(state, [NodeSpec(GRUB, lab_address(2, 1), boot="grub", cpu="intel"),
-                               NodeSpec(SDBOOT, lab_address(2, 2), boot="systemd-boot", cpu="amd")])
+    handle = start_lab(
+        state,
+        [
+            NodeSpec(GRUB, lab_address(2, 1), boot="grub", cpu="intel"),
+            NodeSpec(SDBOOT, lab_address(2, 2), boot="systemd-boot", cpu="amd"),
+        ],
+    )
     yield handle
     handle.close()
     manager.down(state)
@@ -54,30 +59,40 @@ def test_proxmox_boot_tool_status_on_a_systemd_boot_node(boot_lab: LabHandle) ->
 def test_grub_node_boots_what_update_grub_generated(boot_lab: LabHandle) -> None:
     lab = boot_lab
     original = _cmdline(lab, GRUB)
-    lab.run(GRUB, "sed -i 's/^GRUB_CMDLINE_LINUX_DEFAULT=.*/GRUB_CMDLINE_LINUX_DEFAULT=\"quiet intel_iommu=on iommu=pt\"/' "
-                  "/etc/default/grub && echo 'root=ZFS=rpool/ROOT/pve-1 boot=zfs iommu=pt' > /etc/kernel/cmdline")
+    lab.run(
+        GRUB,
+        "sed -i 's/^GRUB_CMDLINE_LINUX_DEFAULT=.*/GRUB_CMDLINE_LINUX_DEFAULT=\"quiet intel_iommu=on iommu=pt\"/' "
+        "/etc/default/grub && echo 'root=ZFS=rpool/ROOT/pve-1 boot=zfs iommu=pt' > /etc/kernel/cmdline",
+    )
     _reboot(lab, GRUB)
-    assert _cmdline(lab, GRUB) == original            # no update-grub yet; /etc/kernel/cmdline is not GRUB's
-    r = lab.run(GRUB, "mkdir -p /etc/default/grub.d && echo 'GRUB_CMDLINE_LINUX_DEFAULT=\"$GRUB_CMDLINE_LINUX_DEFAULT "
-                      "pcie_aspm=off\"' > /etc/default/grub.d/90-gpuhost.cfg && update-grub")
+    assert _cmdline(lab, GRUB) == original  # no update-grub yet; /etc/kernel/cmdline is not GRUB's
+    r = lab.run(
+        GRUB,
+        "mkdir -p /etc/default/grub.d && echo 'GRUB_CMDLINE_LINUX_DEFAULT=\"$GRUB_CMDLINE_LINUX_DEFAULT "
+        "pcie_aspm=off\"' > /etc/default/grub.d/90-gpuhost.cfg && update-grub",
+    )
     assert r.rc == 0 and "Generating grub configuration file ..." in r.stderr
-    assert _cmdline(lab, GRUB) == original            # takes effect at the next boot only
+    assert _cmdline(lab, GRUB) == original  # takes effect at the next boot only
     _reboot(lab, GRUB)
-    assert _cmdline(lab, GRUB) == ("BOOT_IMAGE=/boot/vmlinuz-6.8.12-4-pve root=/dev/mapper/pve-root ro "
-                                   "quiet intel_iommu=on iommu=pt pcie_aspm=off")
+    assert _cmdline(lab, GRUB) == (
+        "BOOT_IMAGE=/boot/vmlinuz-6.8.12-4-pve root=/dev/mapper/pve-root ro quiet intel_iommu=on iommu=pt pcie_aspm=off"
+    )
 
 
 def test_systemd_boot_node_boots_what_the_last_refresh_copied(boot_lab: LabHandle) -> None:
     lab = boot_lab
     original = _cmdline(lab, SDBOOT)
-    r = lab.run(SDBOOT, "sed -i 's/^GRUB_CMDLINE_LINUX_DEFAULT=.*/GRUB_CMDLINE_LINUX_DEFAULT=\"quiet iommu=pt\"/' "
-                        "/etc/default/grub && update-grub")
+    r = lab.run(
+        SDBOOT,
+        "sed -i 's/^GRUB_CMDLINE_LINUX_DEFAULT=.*/GRUB_CMDLINE_LINUX_DEFAULT=\"quiet iommu=pt\"/' "
+        "/etc/default/grub && update-grub",
+    )
     assert r.rc == 0
     _reboot(lab, SDBOOT)
-    assert _cmdline(lab, SDBOOT) == original          # GRUB's file is not what systemd-boot uses
+    assert _cmdline(lab, SDBOOT) == original  # GRUB's file is not what systemd-boot uses
     lab.run(SDBOOT, "sed -i 's/$/ iommu=pt/' /etc/kernel/cmdline")
     _reboot(lab, SDBOOT)
-    assert _cmdline(lab, SDBOOT) == original          # edited, but never refreshed
+    assert _cmdline(lab, SDBOOT) == original  # edited, but never refreshed
     r = lab.run(SDBOOT, "proxmox-boot-tool refresh")
     assert r.rc == 0 and "Copying kernel and creating boot-entry for 6.8.12-4-pve" in r.stdout
     _reboot(lab, SDBOOT)
@@ -87,13 +102,16 @@ def test_systemd_boot_node_boots_what_the_last_refresh_copied(boot_lab: LabHandl
     assert r.rc == 0 and r.stdout.startswith("update-initramfs: Generating /boot/initrd.img-6.8.12-4-pve\n")
     assert "vfio_pci" in lab.run(SDBOOT, "cat /boot/initrd.img-6.8.12-4-pve").stdout
     _reboot(lab, SDBOOT)
-    assert _cmdline(lab, SDBOOT) == original + " iommu=pt pcie_aspm=off"   # update-initramfs refreshes the ESPs
+    assert _cmdline(lab, SDBOOT) == original + " iommu=pt pcie_aspm=off"  # update-initramfs refreshes the ESPs
 
 
 def test_reboot_drops_the_connection_and_keeps_disk_state(boot_lab: LabHandle) -> None:
     lab = boot_lab
-    lab.run(GRUB, "echo persisted > /root/marker && echo volatile > /tmp/marker && "
-                  "qm create 901 --name r --memory 512 && qm start 901")
+    lab.run(
+        GRUB,
+        "echo persisted > /root/marker && echo volatile > /tmp/marker && "
+        "qm create 901 --name r --memory 512 && qm start 901",
+    )
     boot_id = lab.run(GRUB, "cat /proc/sys/kernel/random/boot_id").stdout
     held = lab.connect(GRUB)
     before = lab.boots(GRUB)
@@ -109,15 +127,23 @@ def test_reboot_drops_the_connection_and_keeps_disk_state(boot_lab: LabHandle) -
 
 def test_enabled_units_run_at_boot_and_systemctl_reports_them(boot_lab: LabHandle) -> None:
     lab = boot_lab
-    unit = ("[Unit]\\nDescription=device nodes\\n[Service]\\nType=oneshot\\n"
-            "ExecStart=/bin/sh -c \"date +%%s > /run/devnodes-ran\"\\nRemainAfterExit=yes\\n"
-            "[Install]\\nWantedBy=multi-user.target\\n")
-    r = lab.run(SDBOOT, f"printf '{unit}' > /etc/systemd/system/devnodes.service && systemctl daemon-reload && "
-                        "systemctl enable devnodes.service && systemctl is-enabled devnodes.service; "
-                        "systemctl is-active devnodes.service ssh.service pveproxy.service")
+    unit = (
+        "[Unit]\\nDescription=device nodes\\n[Service]\\nType=oneshot\\n"
+        'ExecStart=/bin/sh -c "date +%%s > /run/devnodes-ran"\\nRemainAfterExit=yes\\n'
+        "[Install]\\nWantedBy=multi-user.target\\n"
+    )
+    r = lab.run(
+        SDBOOT,
+        f"printf '{unit}' > /etc/systemd/system/devnodes.service && systemctl daemon-reload && "
+        "systemctl enable devnodes.service && systemctl is-enabled devnodes.service; "
+        "systemctl is-active devnodes.service ssh.service pveproxy.service",
+    )
     assert r.stdout.splitlines() == ["enabled", "inactive", "active", "active"], r.stderr
-    r = lab.run(SDBOOT, "printf '[Service]\\nType=oneshot\\nExecStart=/bin/false\\n' > /etc/systemd/system/bad.service; "
-                        "systemctl start bad.service")
+    r = lab.run(
+        SDBOOT,
+        "printf '[Service]\\nType=oneshot\\nExecStart=/bin/false\\n' > /etc/systemd/system/bad.service; "
+        "systemctl start bad.service",
+    )
     assert r.rc == 1 and r.stderr.startswith("Job for bad.service failed because the control process exited")
     assert lab.run(SDBOOT, "systemctl is-active bad.service").stdout == "failed\n"
     _reboot(lab, SDBOOT)

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from gpuhost.runner.connect import open_connection
 from gpuhost.connection.pct import PctConnection
 from gpuhost.facts.host import host_facts
 from gpuhost.facts.nvidia import userspace_version
@@ -24,26 +23,34 @@ from gpuhost.inventory.loader import load_inventory
 from gpuhost.lab import manager
 from gpuhost.lab.spec import NodeSpec
 from gpuhost.p2p.parsers import read_capture
+from gpuhost.runner.connect import open_connection
 from tests.lab_fixtures import CommandResult, LabHandle, lab_address, start_lab
 
 MODEL = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
 OLD, NEW = "580.95.05", "580.105.08"
 REPO = Path(__file__).resolve().parents[3]
 P2P_FIXTURES = REPO / "tests" / "fixtures" / "p2p"
-COMM_FAIL = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the "
-             "latest NVIDIA driver is installed and running.")
-CUINIT = ("import ctypes\nlib=ctypes.CDLL('libcuda.so.1')\nrc=lib.cuInit(0)\nname=ctypes.c_char_p()\n"
-          "lib.cuGetErrorName(rc,ctypes.byref(name))\nn=ctypes.c_int(0)\n"
-          "lib.cuDeviceGetCount(ctypes.byref(n)) if rc==0 else None\nprint(rc,name.value.decode(),n.value)\n")
+COMM_FAIL = (
+    "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the "
+    "latest NVIDIA driver is installed and running."
+)
+CUINIT = (
+    "import ctypes\nlib=ctypes.CDLL('libcuda.so.1')\nrc=lib.cuInit(0)\nname=ctypes.c_char_p()\n"
+    "lib.cuGetErrorName(rc,ctypes.byref(name))\nn=ctypes.c_int(0)\n"
+    "lib.cuDeviceGetCount(ctypes.byref(n)) if rc==0 else None\nprint(rc,name.value.decode(),n.value)\n"
+)
 
 
 @pytest.fixture(scope="module")
 def gpu_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabHandle]:
     state = tmp_path_factory.mktemp("gpulab") / "state"
-    handle = start_lab(state, [
-        NodeSpec("gpua", lab_address(6, 1), boot="systemd-boot", cpu="amd", pve=8, gpus=4, gpu_model=MODEL, numa=2),
-        NodeSpec("gpub", lab_address(6, 2), boot="grub", cpu="intel", pve=8, gpus=2, gpu_model=MODEL, numa=1),
-    ])
+    handle = start_lab(
+        state,
+        [
+            NodeSpec("gpua", lab_address(6, 1), boot="systemd-boot", cpu="amd", pve=8, gpus=4, gpu_model=MODEL, numa=2),
+            NodeSpec("gpub", lab_address(6, 2), boot="grub", cpu="intel", pve=8, gpus=2, gpu_model=MODEL, numa=1),
+        ],
+    )
     try:
         yield handle
     finally:
@@ -73,8 +80,12 @@ def fetch_installer(lab: LabHandle, node: str, version: str) -> str:
     """What gpuhost does: curl the inventory's URL, check its sha256."""
     d = driver(lab, version)
     path = f"/var/cache/gpuhost/NVIDIA-Linux-x86_64-{version}.run"
-    ok(lab, node, f"mkdir -p /var/cache/gpuhost && curl -fsSL -o {path} {shlex.quote(d['url'])} && "
-                  f"echo '{d['sha256']}  {path}' | sha256sum -c --status")
+    ok(
+        lab,
+        node,
+        f"mkdir -p /var/cache/gpuhost && curl -fsSL -o {path} {shlex.quote(d['url'])} && "
+        f"echo '{d['sha256']}  {path}' | sha256sum -c --status",
+    )
     return path
 
 
@@ -107,9 +118,10 @@ def facts(lab: LabHandle, node: str):  # noqa: ANN201 - gpuhost.facts.host.HostF
 
 # ---- hardware before any driver -------------------------------------------------------------
 
+
 def test_inventory_pins_a_driver_and_names_a_gpu_container(gpu_lab: LabHandle) -> None:
     inv = load_inventory(gpu_lab.inventory)
-    assert inv.vars["nvidia_driver"]["version"] == OLD          # the newest but one: tests can upgrade
+    assert inv.vars["nvidia_driver"]["version"] == OLD  # the newest but one: tests can upgrade
     assert set(inv.vars["lab_nvidia_drivers"]) == {OLD, NEW}
     assert re.fullmatch(r"[0-9a-f]{64}", inv.vars["nvidia_driver"]["sha256"])
     ct = inv.nodes["gpua"].containers[200]
@@ -122,7 +134,7 @@ def test_pci_devices_cpu_and_firmware_as_gpuhost_reads_them(gpu_lab: LabHandle) 
     assert f.cpu_vendor == "amd" and f.boot.loader == "systemd-boot" and f.boot.efi
     assert [g.bdf for g in f.gpus] == ["0000:03:00.0", "0000:04:00.0", "0000:83:00.0", "0000:84:00.0"]
     assert {(g.vendor, g.device, g.class_code, g.driver) for g in f.gpus} == {("10de", "2bb5", "0302", None)}
-    assert all(g.bdf in f.iommu_groups for g in f.gpus)           # AMD: IOMMU on by default
+    assert all(g.bdf in f.iommu_groups for g in f.gpus)  # AMD: IOMMU on by default
     assert f.iommu.default_domain == "Translated" and f.nvidia is None and f.nvidia_installed is None
     assert devices(gpu_lab, "gpua") == []
     fb = facts(gpu_lab, "gpub")
@@ -131,44 +143,65 @@ def test_pci_devices_cpu_and_firmware_as_gpuhost_reads_them(gpu_lab: LabHandle) 
     assert "\t\tLnkCap:\tPort #0, Speed 32GT/s, Width x16, ASPM L1, Exit Latency L1 unlimited\n" in vv
     assert "\t\tLnkSta:\tSpeed 2.5GT/s (downgraded), Width x16\n" in vv
     assert ok(gpu_lab, "gpua", "lspci -nn -d 10de:").startswith(
-        "03:00.0 3D controller [0302]: NVIDIA Corporation Device [10de:2bb5] (rev a1)\n")
+        "03:00.0 3D controller [0302]: NVIDIA Corporation Device [10de:2bb5] (rev a1)\n"
+    )
     r = gpu_lab.run("gpua", "nvidia-smi")
-    assert r.rc == 127                                              # no driver installed yet
+    assert r.rc == 127  # no driver installed yet
 
 
 def test_iommu_groups_need_the_right_file_a_refresh_and_a_reboot(gpu_lab: LabHandle) -> None:
     """GRUB node booted with the IOMMU off: only /etc/default/grub + update-grub + reboot turn it on."""
     node = "gpub"
-    ok(gpu_lab, node, "sed -i 's/^GRUB_CMDLINE_LINUX_DEFAULT=.*/GRUB_CMDLINE_LINUX_DEFAULT=\"quiet intel_iommu=off\"/'"
-                      " /etc/default/grub && update-grub")
+    ok(
+        gpu_lab,
+        node,
+        "sed -i 's/^GRUB_CMDLINE_LINUX_DEFAULT=.*/GRUB_CMDLINE_LINUX_DEFAULT=\"quiet intel_iommu=off\"/'"
+        " /etc/default/grub && update-grub",
+    )
     reboot(gpu_lab, node)
     assert ok(gpu_lab, node, "find /sys/kernel/iommu_groups -mindepth 1 | wc -l").strip() == "0"
     assert "DMAR: IOMMU disabled" in ok(gpu_lab, node, "dmesg | grep -E 'iommu: Default domain|AMD-Vi|DMAR'")
     # the systemd-boot file on a GRUB node, then the right file without update-grub: no effect
     ok(gpu_lab, node, "echo 'root=/dev/mapper/pve-root ro quiet intel_iommu=on iommu=pt' > /etc/kernel/cmdline")
-    ok(gpu_lab, node, "sed -i 's/^GRUB_CMDLINE_LINUX_DEFAULT=.*/GRUB_CMDLINE_LINUX_DEFAULT=\"quiet intel_iommu=on "
-                      "iommu=pt\"/' /etc/default/grub")
+    ok(
+        gpu_lab,
+        node,
+        "sed -i 's/^GRUB_CMDLINE_LINUX_DEFAULT=.*/GRUB_CMDLINE_LINUX_DEFAULT=\"quiet intel_iommu=on "
+        "iommu=pt\"/' /etc/default/grub",
+    )
     reboot(gpu_lab, node)
     assert facts(gpu_lab, node).iommu_groups == {}
     ok(gpu_lab, node, "update-grub")
     reboot(gpu_lab, node)
     f = facts(gpu_lab, node)
     assert "iommu=pt" in f.booted_tokens and f.iommu.default_domain == "Passthrough"
-    assert sorted(f.iommu_groups) == ["0000:00:01.1", "0000:01:00.0", "0000:02:00.0", "0000:02:01.0",
-                                      "0000:03:00.0", "0000:04:00.0"]
+    assert sorted(f.iommu_groups) == [
+        "0000:00:01.1",
+        "0000:01:00.0",
+        "0000:02:00.0",
+        "0000:02:01.0",
+        "0000:03:00.0",
+        "0000:04:00.0",
+    ]
     assert "iommu: Default domain type: Passthrough (set via kernel command line)" in ok(gpu_lab, node, "dmesg")
 
 
 # ---- the host driver ------------------------------------------------------------------------
 
+
 def test_host_driver_dkms_device_nodes_and_uvm_across_reboots(gpu_lab: LabHandle) -> None:
     node = "gpua"
     r = install_host_driver(gpu_lab, node, OLD)
-    assert r.rc == 1 and "Unable to find the kernel source tree" in r.stderr     # no headers yet
-    ok(gpu_lab, node, "DEBIAN_FRONTEND=noninteractive apt-get install -y -q dkms proxmox-default-headers "
-                      "proxmox-headers-$(uname -r)")
-    assert ok(gpu_lab, node, "test -e /lib/modules/$(uname -r)/build && dpkg-query -W -f '${Version}' dkms") \
+    assert r.rc == 1 and "Unable to find the kernel source tree" in r.stderr  # no headers yet
+    ok(
+        gpu_lab,
+        node,
+        "DEBIAN_FRONTEND=noninteractive apt-get install -y -q dkms proxmox-default-headers proxmox-headers-$(uname -r)",
+    )
+    assert (
+        ok(gpu_lab, node, "test -e /lib/modules/$(uname -r)/build && dpkg-query -W -f '${Version}' dkms")
         == "3.0.10-8+deb12u1"
+    )
     r = install_host_driver(gpu_lab, node, OLD)
     assert r.rc == 0, r.stderr
     assert ok(gpu_lab, node, "dkms status").strip() == f"nvidia/{OLD}, 6.8.12-4-pve, x86_64: installed"
@@ -178,7 +211,7 @@ def test_host_driver_dkms_device_nodes_and_uvm_across_reboots(gpu_lab: LabHandle
     assert devices(gpu_lab, node) == ["/dev/nvidia0", "/dev/nvidia1", "/dev/nvidia2", "/dev/nvidia3", "/dev/nvidiactl"]
     assert f.char_majors["nvidia"] == 195 and "nvidia-uvm" not in f.char_majors
     assert {g.driver for g in f.gpus} == {"nvidia"}
-    assert ok(gpu_lab, node, "stat -c '%t:%T' /dev/nvidiactl").strip() == "c3:ff"          # 195:255
+    assert ok(gpu_lab, node, "stat -c '%t:%T' /dev/nvidiactl").strip() == "c3:ff"  # 195:255
     # nvidia-modprobe -u loads nvidia_uvm and makes its nodes, on a dynamic major
     ok(gpu_lab, node, "nvidia-modprobe -c0 -u")
     f = facts(gpu_lab, node)
@@ -197,8 +230,12 @@ def test_host_driver_dkms_device_nodes_and_uvm_across_reboots(gpu_lab: LabHandle
     f = facts(gpu_lab, node)
     assert f.nvidia is not None and "nvidia-uvm" in f.char_majors and devices(gpu_lab, node) == []
     unit = (REPO / "templates" / "nvidia-devnodes.service.j2").read_text()
-    ok(gpu_lab, node, f"cat > /etc/systemd/system/nvidia-devnodes.service <<'EOF'\n{unit}EOF\n"
-                      "systemctl enable nvidia-devnodes.service")
+    ok(
+        gpu_lab,
+        node,
+        f"cat > /etc/systemd/system/nvidia-devnodes.service <<'EOF'\n{unit}EOF\n"
+        "systemctl enable nvidia-devnodes.service",
+    )
     reboot(gpu_lab, node)
     wait_for(gpu_lab, node, "test -c /dev/nvidia-uvm && test -c /dev/nvidia3")
     assert ok(gpu_lab, node, "nvidia-smi -L").count(f": {MODEL} (UUID: GPU-") == 4
@@ -208,14 +245,16 @@ def test_dkms_missing_means_a_silent_plain_module_and_blackwell_needs_open_modul
     node = "gpub"
     ok(gpu_lab, node, "DEBIAN_FRONTEND=noninteractive apt-get install -y -q proxmox-headers-$(uname -r)")
     path = fetch_installer(gpu_lab, node, OLD)
-    r = gpu_lab.run(node, f"sh {path} --silent --no-x-check --no-nouveau-check --dkms")   # proprietary flavour
+    r = gpu_lab.run(node, f"sh {path} --silent --no-x-check --no-nouveau-check --dkms")  # proprietary flavour
     assert r.rc == 1 and "Unable to load the kernel module 'nvidia.ko'" in r.stderr
     assert "requires use of the NVIDIA open kernel modules" in ok(gpu_lab, node, "dmesg")
     r = gpu_lab.run(node, f"sh {path} --silent --no-x-check --no-nouveau-check --dkms -m=kernel-open")
-    assert r.rc == 0 and r.stdout == "" and r.stderr == ""                    # silent: no DKMS, no word
+    assert r.rc == 0 and r.stdout == "" and r.stderr == ""  # silent: no DKMS, no word
     assert gpu_lab.run(node, "command -v dkms").rc == 1
-    assert ok(gpu_lab, node, "modinfo -F filename nvidia").strip() == \
-        "/lib/modules/6.8.12-4-pve/kernel/drivers/video/nvidia.ko"
+    assert (
+        ok(gpu_lab, node, "modinfo -F filename nvidia").strip()
+        == "/lib/modules/6.8.12-4-pve/kernel/drivers/video/nvidia.ko"
+    )
     assert "dkms is not installed" in ok(gpu_lab, node, "cat /var/log/nvidia-installer.log")
 
 
@@ -224,30 +263,39 @@ def test_nvidia_smi_formats_and_topology_parse_like_real_captures(gpu_lab: LabHa
     if gpu_lab.run(node, "test -e /proc/driver/nvidia/version").rc != 0:
         ok(gpu_lab, node, "DEBIAN_FRONTEND=noninteractive apt-get install -y -q dkms proxmox-headers-$(uname -r)")
         assert install_host_driver(gpu_lab, node, OLD).rc == 0
-    csv = ok(gpu_lab, node, "nvidia-smi --query-gpu=index,pci.bus_id,driver_version,memory.total,"
-                            "pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max "
-                            "--format=csv")
+    csv = ok(
+        gpu_lab,
+        node,
+        "nvidia-smi --query-gpu=index,pci.bus_id,driver_version,memory.total,"
+        "pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max "
+        "--format=csv",
+    )
     lines = csv.splitlines()
-    assert lines[0] == ("index, pci.bus_id, driver_version, memory.total [MiB], pcie.link.gen.current, "
-                        "pcie.link.gen.max, pcie.link.width.current, pcie.link.width.max")
+    assert lines[0] == (
+        "index, pci.bus_id, driver_version, memory.total [MiB], pcie.link.gen.current, "
+        "pcie.link.gen.max, pcie.link.width.current, pcie.link.width.max"
+    )
     assert lines[1] == f"0, 00000000:03:00.0, {OLD}, 97887 MiB, 1, 5, 16, 16"
     assert ok(gpu_lab, node, "nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits -i 3") == "97887\n"
     r = gpu_lab.run(node, "nvidia-smi --query-gpu=bogus --format=csv")
     assert (r.rc, r.stdout.strip()) == (2, 'Field "bogus" is not a valid field to query.')
     assert "Product Name                                       : " + MODEL in ok(gpu_lab, node, "nvidia-smi -q")
-    assert ok(gpu_lab, node, "nvidia-smi -pm 1 -i 0") == "Enabled persistence mode for GPU 00000000:03:00.0.\n" \
-                                                         "All done.\n"
+    assert (
+        ok(gpu_lab, node, "nvidia-smi -pm 1 -i 0") == "Enabled persistence mode for GPU 00000000:03:00.0.\nAll done.\n"
+    )
     assert ok(gpu_lab, node, "nvidia-smi --query-gpu=persistence_mode --format=csv,noheader -i 2") == "Enabled\n"
     # topo -m: same layout as a real capture (tabs, padded self cell, the legend word for word)
     topo = ok(gpu_lab, node, "nvidia-smi topo -m")
     real = (P2P_FIXTURES / "topo-m_2x-h200-vm_nvlink.txt").read_text()
-    assert topo[topo.index("\nLegend:"):] == real[real.index("\nLegend:"):]
+    assert topo[topo.index("\nLegend:") :] == real[real.index("\nLegend:") :]
     assert topo.splitlines()[0] == "\tGPU0\tGPU1\tGPU2\tGPU3\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID"
     assert topo.splitlines()[1] == "GPU0\t X \tPIX\tSYS\tSYS\t0-63,128-191\t0\t\tN/A"
     assert topo.splitlines()[3] == "GPU2\tSYS\tSYS\t X \tPIX\t64-127,192-255\t1\t\tN/A"
     # topo -p2p r: gpuhost's reader of captured outputs reads the lab's output and a real capture alike
-    for text, n in ((ok(gpu_lab, node, "nvidia-smi topo -p2p r"), 4),
-                    ((P2P_FIXTURES / "topo-p2p_2x-h200-vm_nvlink.txt").read_text(), 2)):
+    for text, n in (
+        (ok(gpu_lab, node, "nvidia-smi topo -p2p r"), 4),
+        ((P2P_FIXTURES / "topo-p2p_2x-h200-vm_nvlink.txt").read_text(), 2),
+    ):
         evidence, _ = read_capture(text, source="topo")
         assert evidence.source == "nvidia-smi topo -p2p" and len(evidence.gpus) == n
         assert {p.nvml_status["read"] for p in evidence.pairs} == {"OK"} and len(evidence.pairs) == n * (n - 1)
@@ -255,17 +303,22 @@ def test_nvidia_smi_formats_and_topology_parse_like_real_captures(gpu_lab: LabHa
 
 # ---- containers -----------------------------------------------------------------------------
 
+
 def test_container_sees_passed_gpus_only_with_the_hosts_exact_userspace(gpu_lab: LabHandle) -> None:
     node, ctid = "gpua", 210
     ok(gpu_lab, node, "DEBIAN_FRONTEND=noninteractive apt-get install -y -q dkms proxmox-headers-$(uname -r)")
     if gpu_lab.run(node, "grep -q ' 580.95.05 ' /proc/driver/nvidia/version").rc != 0:
         assert install_host_driver(gpu_lab, node, OLD).rc == 0
     ok(gpu_lab, node, "test -c /dev/nvidia-uvm || nvidia-modprobe -c0 -u")
-    ok(gpu_lab, node, f"pct create {ctid} local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst --hostname llm "
-                      "--memory 4096 --rootfs local-zfs:8 --unprivileged 0 && "
-                      f"pct set {ctid} --dev0 /dev/nvidia1,gid=44 --dev1 /dev/nvidia2,gid=44 --dev2 /dev/nvidiactl,gid=44"
-                      " --dev3 /dev/nvidia-uvm,gid=44 --dev4 /dev/nvidia-uvm-tools,gid=44 && "
-                      f"pct start {ctid} && pct exec {ctid} -- mkdir -p /var/cache/gpuhost")
+    ok(
+        gpu_lab,
+        node,
+        f"pct create {ctid} local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst --hostname llm "
+        "--memory 4096 --rootfs local-zfs:8 --unprivileged 0 && "
+        f"pct set {ctid} --dev0 /dev/nvidia1,gid=44 --dev1 /dev/nvidia2,gid=44 --dev2 /dev/nvidiactl,gid=44"
+        " --dev3 /dev/nvidia-uvm,gid=44 --dev4 /dev/nvidia-uvm-tools,gid=44 && "
+        f"pct start {ctid} && pct exec {ctid} -- mkdir -p /var/cache/gpuhost",
+    )
     inv = load_inventory(gpu_lab.inventory)
     node_conn = open_connection(inv.nodes[node])
     ct = PctConnection(node_conn, ctid)
@@ -273,15 +326,21 @@ def test_container_sees_passed_gpus_only_with_the_hosts_exact_userspace(gpu_lab:
         assert ct.run("nvidia-smi -L", check=False).exit_code == 127
         for version in (NEW, OLD):
             path = fetch_installer(gpu_lab, node, version)
-            ok(gpu_lab, node, f"pct push {ctid} {path} {path} && pct exec {ctid} -- sh {path} --silent --no-x-check "
-                              "--no-nouveau-check --no-kernel-modules")
+            ok(
+                gpu_lab,
+                node,
+                f"pct push {ctid} {path} {path} && pct exec {ctid} -- sh {path} --silent --no-x-check "
+                "--no-nouveau-check --no-kernel-modules",
+            )
             assert userspace_version(ct) == version
             smi = ct.run("nvidia-smi -L", check=False)
             cu = ct.run("python3 -", input=CUINIT, check=False).stdout.split()
-            if version == NEW:      # the host runs 580.95.05
+            if version == NEW:  # the host runs 580.95.05
                 assert smi.exit_code == 18
-                assert smi.stdout == "Failed to initialize NVML: Driver/library version mismatch\n" \
-                                     "NVML library version: 580.105\n"
+                assert (
+                    smi.stdout == "Failed to initialize NVML: Driver/library version mismatch\n"
+                    "NVML library version: 580.105\n"
+                )
                 assert cu == ["803", "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH", "0"]
         listed = smi.stdout.splitlines()
         uuids = ok(gpu_lab, node, "nvidia-smi --query-gpu=uuid --format=csv,noheader -i 1,2").split()
@@ -305,32 +364,39 @@ def test_host_driver_upgrade_without_reboot_keeps_the_old_module(gpu_lab: LabHan
     if gpu_lab.run(node, f"grep -q ' {OLD} ' /proc/driver/nvidia/version").rc != 0:
         assert install_host_driver(gpu_lab, node, OLD).rc == 0
     ok(gpu_lab, node, "nvidia-modprobe -c0 -u")
-    ok(gpu_lab, node, f"pct create {ctid} local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst --hostname up "
-                      "--memory 2048 --rootfs local-lvm:8 && "
-                      f"pct set {ctid} --dev0 /dev/nvidia0 --dev1 /dev/nvidiactl --dev2 /dev/nvidia-uvm && "
-                      f"pct start {ctid} && pct exec {ctid} -- mkdir -p /var/cache/gpuhost")
+    ok(
+        gpu_lab,
+        node,
+        f"pct create {ctid} local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst --hostname up "
+        "--memory 2048 --rootfs local-lvm:8 && "
+        f"pct set {ctid} --dev0 /dev/nvidia0 --dev1 /dev/nvidiactl --dev2 /dev/nvidia-uvm && "
+        f"pct start {ctid} && pct exec {ctid} -- mkdir -p /var/cache/gpuhost",
+    )
     assert install_host_driver(gpu_lab, node, NEW).rc == 0
     f = facts(gpu_lab, node)
     assert (f.nvidia.version if f.nvidia else None, f.nvidia_installed) == (OLD, NEW)
     host_smi = gpu_lab.run(node, "nvidia-smi -L")
     assert host_smi.rc == 18 and "NVML library version: 580.105" in host_smi.stdout
     path = f"/var/cache/gpuhost/NVIDIA-Linux-x86_64-{NEW}.run"
-    ok(gpu_lab, node, f"pct push {ctid} {path} {path} && pct exec {ctid} -- sh {path} --silent "
-                      "--no-kernel-modules")
+    ok(gpu_lab, node, f"pct push {ctid} {path} {path} && pct exec {ctid} -- sh {path} --silent --no-kernel-modules")
     r = gpu_lab.run(node, f"pct exec {ctid} -- nvidia-smi -L")
     assert r.rc == 18 and "Driver/library version mismatch" in r.stdout
     ok(gpu_lab, node, "printf 'nvidia\\nnvidia_uvm\\n' > /etc/modules-load.d/nvidia.conf")
     reboot(gpu_lab, node)
-    assert facts(gpu_lab, node).nvidia.version == NEW   # type: ignore[union-attr]
+    assert facts(gpu_lab, node).nvidia.version == NEW  # type: ignore[union-attr]
     ok(gpu_lab, node, f"nvidia-modprobe -c0 -u && pct start {ctid}")
     assert ok(gpu_lab, node, f"pct exec {ctid} -- nvidia-smi -L").startswith(f"GPU 0: {MODEL} (UUID: GPU-")
 
 
 def test_vm_config_shows_what_a_guest_would_get(gpu_lab: LabHandle) -> None:
     node = "gpua"
-    ok(gpu_lab, node, "qm create 310 --name gpuvm --memory 8192 --machine q35 --bios ovmf && "
-                      "qm set 310 --hostpci0 0000:83:00.0,pcie=1 --hostpci1 0000:84:00.0,pcie=1 "
-                      "--args '-set device.hostpci0.x-nv-gpudirect-clique=0 -set device.hostpci1.x-nv-gpudirect-clique=0'")
+    ok(
+        gpu_lab,
+        node,
+        "qm create 310 --name gpuvm --memory 8192 --machine q35 --bios ovmf && "
+        "qm set 310 --hostpci0 0000:83:00.0,pcie=1 --hostpci1 0000:84:00.0,pcie=1 "
+        "--args '-set device.hostpci0.x-nv-gpudirect-clique=0 -set device.hostpci1.x-nv-gpudirect-clique=0'",
+    )
     cmd = ok(gpu_lab, node, "qm showcmd 310 --pretty")
     assert "-device 'vfio-pci,host=0000:83:00.0,id=hostpci0,bus=ich9-pcie-port-1,addr=0x0'" in cmd
     assert "-device 'vfio-pci,host=0000:84:00.0,id=hostpci1,bus=ich9-pcie-port-2,addr=0x0'" in cmd

@@ -17,6 +17,7 @@ from gpuhost.lab import manager
 from gpuhost.lab.spec import NodeSpec
 from tests.lab_fixtures import lab_address, require_lab_prerequisites
 
+
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     code = "import sys; from gpuhost.cli.app import main; main(sys.argv[1:])"
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120)
@@ -91,14 +92,14 @@ def test_ten_nodes_start_in_under_5s_and_down_leaves_nothing(tmp_path: Path) -> 
 def _check_ten_nodes(state: Path, r: subprocess.CompletedProcess[str], elapsed: float) -> None:
     assert r.returncode == 0, r.stdout + r.stderr
     reported = float(re.search(r"lab up: 10 node\(s\) in ([0-9.]+) s", r.stdout).group(1))
-    assert reported < 5.0, f"starting 10 nodes took {reported:.2f} s"   # seed + boot + SSH and API ready
-    assert elapsed < 10.0, f"the whole command took {elapsed:.2f} s"    # plus the CLI's own start-up
+    assert reported < 5.0, f"starting 10 nodes took {reported:.2f} s"  # seed + boot + SSH and API ready
+    assert elapsed < 10.0, f"the whole command took {elapsed:.2f} s"  # plus the CLI's own start-up
     status = manager.status(state)
     assert [n["name"] for n in status.nodes] == [f"pve{i}" for i in range(1, 11)]
     assert all(n["running"] for n in status.nodes)
     init_pids = [int(n["init_pid"]) for n in status.nodes]
     namespaces = _ns_inodes(init_pids)
-    assert len(namespaces) == 30                      # mnt, pid and uts of each node
+    assert len(namespaces) == 30  # mnt, pid and uts of each node
     assert _processes_mentioning(str(state))
     listed = _cli("lab", "status", "--state-dir", str(state))
     assert listed.returncode == 0 and listed.stdout.count(" running ") == 10
@@ -146,8 +147,11 @@ def test_a_second_lab_in_the_same_state_dir_is_refused(tmp_path: Path) -> None:
 
 
 def test_usage_errors_exit_2(tmp_path: Path) -> None:
-    for args, message in ((["--boot", "lilo"], "--boot must be one of"), (["--pve", "7"], "--pve must be one of"),
-                          (["--address", "10.0.0.1"], "must use 127.0.0.0/8 addresses")):
+    for args, message in (
+        (["--boot", "lilo"], "--boot must be one of"),
+        (["--pve", "7"], "--pve must be one of"),
+        (["--address", "10.0.0.1"], "must use 127.0.0.0/8 addresses"),
+    ):
         r = _cli("lab", "up", "--state-dir", str(tmp_path / "x"), *args)
         assert r.returncode == 2 and message in r.stderr, r.stderr
     assert not (tmp_path / "x").exists()
@@ -157,9 +161,27 @@ def test_lab_requires_root(tmp_path: Path) -> None:
     if os.geteuid() != 0:
         pytest.skip("needs root to drop to another user")
     code = "import sys; from gpuhost.cli.app import main; main(sys.argv[1:])"
-    r = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", code,
-                        "lab", "up", "--address", lab_address(13, 1), "--state-dir", str(tmp_path / "nobody")],
-                       capture_output=True, text=True, timeout=60, env={**os.environ, "HOME": "/tmp"})
+    r = subprocess.run(
+        [
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            sys.executable,
+            "-c",
+            code,
+            "lab",
+            "up",
+            "--address",
+            lab_address(13, 1),
+            "--state-dir",
+            str(tmp_path / "nobody"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "HOME": "/tmp"},
+    )
     assert r.returncode == 2, r.stdout + r.stderr
     assert "gpuhost lab needs root" in r.stderr
 
@@ -168,17 +190,21 @@ def test_cli_seed_directory_lands_in_every_node(tmp_path: Path) -> None:
     require_lab_prerequisites()
     seed = tmp_path / "seed"
     (seed / "etc/pve/lxc").mkdir(parents=True)
-    (seed / "etc/pve/lxc/150.conf").write_text("arch: amd64\nhostname: seeded\nmemory: 512\nostype: debian\n"
-                                               "rootfs: local-lvm:vm-150-disk-0,size=4G\n"
-                                               "lxc.prlimit.memlock: unlimited\n")
+    (seed / "etc/pve/lxc/150.conf").write_text(
+        "arch: amd64\nhostname: seeded\nmemory: 512\nostype: debian\n"
+        "rootfs: local-lvm:vm-150-disk-0,size=4G\n"
+        "lxc.prlimit.memlock: unlimited\n"
+    )
     (seed / "etc/modprobe.d").mkdir(parents=True)
     (seed / "etc/modprobe.d/local.conf").write_text("options foo bar=1\n")
     state = tmp_path / "seeded"
-    r = _cli("lab", "up", "--nodes", "2", "--address", lab_address(14, 1), "--seed", str(seed),
-             "--state-dir", str(state))
+    r = _cli(
+        "lab", "up", "--nodes", "2", "--address", lab_address(14, 1), "--seed", str(seed), "--state-dir", str(state)
+    )
     assert r.returncode == 0, r.stderr
     try:
         from tests.lab_fixtures import LabHandle
+
         nodes = [NodeSpec(f"pve{i}", lab_address(14, i)) for i in (1, 2)]
         handle = LabHandle(state.resolve(), nodes)
         for node in ("pve1", "pve2"):

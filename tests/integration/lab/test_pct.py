@@ -12,8 +12,10 @@ _CTIDS = itertools.count(500)
 
 def _new_ct(lab: LabHandle, node: str = "pve2", extra: str = "") -> int:
     ctid = next(_CTIDS)
-    r = lab.run(node, f"pct create {ctid} {TEMPLATE} --hostname ct{ctid} --memory 2048 --rootfs local-lvm:8 "
-                      f"--unprivileged 1 {extra}")
+    r = lab.run(
+        node,
+        f"pct create {ctid} {TEMPLATE} --hostname ct{ctid} --memory 2048 --rootfs local-lvm:8 --unprivileged 1 {extra}",
+    )
     assert r.rc == 0, r.stderr
     return ctid
 
@@ -27,7 +29,8 @@ def test_create_writes_pve_config(lab: LabHandle) -> None:
         "ostype: debian\n"
         f"rootfs: local-lvm:vm-{ctid}-disk-0,size=8G\n"
         "swap: 512\n"
-        "unprivileged: 1\n")
+        "unprivileged: 1\n"
+    )
     r = lab.run("pve2", "pct create 599 local:vztmpl/nope.tar.zst")
     assert (r.rc, r.stderr) == (255, "volume 'local:vztmpl/nope.tar.zst' does not exist\n")
 
@@ -36,13 +39,19 @@ def test_container_is_isolated_and_reachable_with_exec_push_pull(lab: LabHandle)
     ctid = _new_ct(lab)
     assert lab.run("pve2", f"pct start {ctid}").rc == 0
     assert lab.run("pve2", f"pct status {ctid}").stdout == "status: running\n"
-    r = lab.run("pve2", f"pct exec {ctid} -- sh -c 'hostname; ps -e -o comm= | grep -c sshd; test -e /etc/pve || echo no-pve; "
-                        "test -e /usr/sbin/qm || echo no-qm; echo inside > /root/made-inside'")
+    r = lab.run(
+        "pve2",
+        f"pct exec {ctid} -- sh -c 'hostname; ps -e -o comm= | grep -c sshd; test -e /etc/pve || echo no-pve; "
+        "test -e /usr/sbin/qm || echo no-qm; echo inside > /root/made-inside'",
+    )
     assert r.stdout.splitlines() == [f"ct{ctid}", "0", "no-pve", "no-qm"], r.stdout + r.stderr
     assert lab.run("pve2", "test -e /root/made-inside || echo node-clean").stdout == "node-clean\n"
-    r = lab.run("pve2", f"echo payload > /tmp/p && pct push {ctid} /tmp/p /root/p --perms 600 && "
-                        f"pct exec {ctid} -- stat -c '%a %s' /root/p && pct pull {ctid} /root/made-inside /tmp/back && "
-                        "cat /tmp/back")
+    r = lab.run(
+        "pve2",
+        f"echo payload > /tmp/p && pct push {ctid} /tmp/p /root/p --perms 600 && "
+        f"pct exec {ctid} -- stat -c '%a %s' /root/p && pct pull {ctid} /root/made-inside /tmp/back && "
+        "cat /tmp/back",
+    )
     assert r.stdout == "600 8\ninside\n", r.stderr
     assert lab.run("pve2", f"pct exec {ctid} -- sh -c 'exit 7'").rc == 7
     assert lab.run("pve2", f"pct stop {ctid} && pct status {ctid}").stdout == "status: stopped\n"
@@ -79,16 +88,21 @@ def test_dev_entries_appear_as_device_nodes_inside(lab: LabHandle) -> None:
 
 def test_raw_lxc_keys_are_kept_as_written_and_applied(lab: LabHandle) -> None:
     ctid = _new_ct(lab)
-    lines = ("lxc.cgroup2.devices.allow: c 195:* rwm\n"
-             "lxc.mount.entry: /dev/null dev/nvidiactl none bind,optional,create=file\n"
-             "lxc.mount.entry: /dev/nvidia-absent dev/nvidia-absent none bind,optional,create=file\n")
+    lines = (
+        "lxc.cgroup2.devices.allow: c 195:* rwm\n"
+        "lxc.mount.entry: /dev/null dev/nvidiactl none bind,optional,create=file\n"
+        "lxc.mount.entry: /dev/nvidia-absent dev/nvidia-absent none bind,optional,create=file\n"
+    )
     lab.run("pve2", f"printf '{lines}' >> /etc/pve/lxc/{ctid}.conf")
     assert lab.run("pve2", f"pct set {ctid} --cores 4").rc == 0
     conf = lab.run("pve2", f"cat /etc/pve/lxc/{ctid}.conf").stdout
     assert conf.endswith("unprivileged: 1\n" + lines)
     assert "cores: 4\n" in conf
-    r = lab.run("pve2", f"pct start {ctid} && pct exec {ctid} -- sh -c 'test -c /dev/nvidiactl && echo bound; "
-                        "test -e /dev/nvidia-absent || echo skipped'")
+    r = lab.run(
+        "pve2",
+        f"pct start {ctid} && pct exec {ctid} -- sh -c 'test -c /dev/nvidiactl && echo bound; "
+        "test -e /dev/nvidia-absent || echo skipped'",
+    )
     assert r.stdout == "bound\nskipped\n", r.stderr
     lab.run("pve2", f"pct stop {ctid}")
 
@@ -126,6 +140,9 @@ def test_destroy_removes_config_and_refuses_running(lab: LabHandle) -> None:
 
 def test_container_does_not_see_host_secrets(lab: LabHandle) -> None:
     ctid = _new_ct(lab)
-    r = lab.run("pve2", f"pct start {ctid} && pct exec {ctid} -- sh -c 'ls /etc/ssh/ssh_host_* 2>/dev/null | wc -l; "
-                        "ls -A /root | grep -vc \"^\\.\\(bashrc\\|profile\\)$\"'; pct stop {ctid}")
+    r = lab.run(
+        "pve2",
+        f"pct start {ctid} && pct exec {ctid} -- sh -c 'ls /etc/ssh/ssh_host_* 2>/dev/null | wc -l; "
+        'ls -A /root | grep -vc "^\\.\\(bashrc\\|profile\\)$"\'; pct stop {ctid}',
+    )
     assert r.stdout.split() == ["0", "0"], r.stdout + r.stderr

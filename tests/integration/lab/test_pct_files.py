@@ -20,8 +20,12 @@ _CTIDS = itertools.count(700)
 
 
 def _node(lab: LabHandle, name: str = "pve2") -> SSHConnection:
-    return SSHConnection(name, SSHSettings(address=lab.node(name).address, key_file=str(lab.client_key),
-                                           known_hosts_file=str(lab.known_hosts)))
+    return SSHConnection(
+        name,
+        SSHSettings(
+            address=lab.node(name).address, key_file=str(lab.client_key), known_hosts_file=str(lab.known_hosts)
+        ),
+    )
 
 
 @pytest.fixture
@@ -66,8 +70,9 @@ def test_checksum_mismatch_in_the_ct_leaves_nothing(lab: LabHandle, ct: PctConne
 def test_write_file_and_shipped_tool_in_a_ct(lab: LabHandle, ct: PctConnection) -> None:
     ct.write_file("/root/secret", "token\n", mode=0o600)
     assert ct.run("stat -c %a /root/secret").stdout.strip() == "600"
-    out = run_tool(ct.node, b"import json, socket; print(json.dumps({'host': socket.gethostname()}))",
-                   name="t.py", ctid=ct.ctid)
+    out = run_tool(
+        ct.node, b"import json, socket; print(json.dumps({'host': socket.gethostname()}))", name="t.py", ctid=ct.ctid
+    )
     assert out.data == {"host": f"ct{ct.ctid}"}
     assert ct.run("ls -d /tmp/gpuhost-* 2>/dev/null || true").stdout == ""
 
@@ -77,8 +82,9 @@ def test_hostname_with_a_newline_is_refused_like_pve(lab: LabHandle) -> None:
     bad = shlex.quote("ct\nevil")
     r = lab.run("pve2", f"pct create {ctid} {TEMPLATE} --hostname {bad} --rootfs local-lvm:8")
     assert r.rc == 255
-    assert r.stderr.startswith("400 Parameter verification failed.\n"
-                               "hostname: invalid format - value does not look like a valid DNS name\n"), r.stderr
+    assert r.stderr.startswith(
+        "400 Parameter verification failed.\nhostname: invalid format - value does not look like a valid DNS name\n"
+    ), r.stderr
     assert lab.run("pve2", f"pct status {ctid}").rc != 0, "nothing was created"
     r = lab.run("pve2", f"pct create {ctid} {shlex.quote('local:vztmpl/../../../etc/shadow.tar.zst')}")
     assert r.rc == 255 and "unable to parse directory volume name" in r.stderr

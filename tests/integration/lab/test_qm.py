@@ -13,8 +13,11 @@ _VMIDS = itertools.count(400)
 
 def _new_vm(lab: LabHandle, node: str, extra: str = "") -> int:
     vmid = next(_VMIDS)
-    r = lab.run(node, f"qm create {vmid} --name vm{vmid} --memory 2048 --cores 2 --sockets 1 "
-                      f"--net0 virtio=BC:24:11:00:00:01,bridge=vmbr0 {extra}")
+    r = lab.run(
+        node,
+        f"qm create {vmid} --name vm{vmid} --memory 2048 --cores 2 --sockets 1 "
+        f"--net0 virtio=BC:24:11:00:00:01,bridge=vmbr0 {extra}",
+    )
     assert r.rc == 0, r.stderr
     return vmid
 
@@ -52,9 +55,9 @@ def test_changes_to_a_running_vm_stay_pending_until_a_cold_start(lab: LabHandle)
     assert r.rc == 0, r.stderr
     raw = lab.run("pve1", f"cat /etc/pve/qemu-server/{vmid}.conf").stdout
     main, _, pending = raw.partition("\n[PENDING]\n")
-    assert "name: renamed" in main and "net0" not in main   # hot-pluggable: applied at once
+    assert "name: renamed" in main and "net0" not in main  # hot-pluggable: applied at once
     assert "machine: q35" in pending and "delete: sockets" in pending
-    assert "type=pc+pve0" in lab.run("pve1", f"qm showcmd {vmid}").stdout   # the running config
+    assert "type=pc+pve0" in lab.run("pve1", f"qm showcmd {vmid}").stdout  # the running config
     pend = lab.run("pve1", f"qm pending {vmid}").stdout.splitlines()
     assert "new machine: q35" in pend and "del sockets: 1" in pend
     assert lab.run("pve1", f"qm start {vmid}").stderr == f"VM {vmid} already running\n"
@@ -77,8 +80,11 @@ def test_snapshot_sections_and_description_survive_qm_set(lab: LabHandle) -> Non
 
 def test_showcmd_renders_vfio_devices_kvm_off_and_args(lab: LabHandle) -> None:
     vmid = _new_vm(lab, "pve1", "--machine q35")
-    lab.run("pve1", f"qm set {vmid} --hostpci0 0000:41:00.0,pcie=1 --hostpci5 0000:c1:00.0,pcie=1 "
-                    f"--args '-set device.hostpci0.x-nv-gpudirect-clique=0'")
+    lab.run(
+        "pve1",
+        f"qm set {vmid} --hostpci0 0000:41:00.0,pcie=1 --hostpci5 0000:c1:00.0,pcie=1 "
+        f"--args '-set device.hostpci0.x-nv-gpudirect-clique=0'",
+    )
     out = lab.run("pve1", f"qm showcmd {vmid} --pretty").stdout
     assert "  -device 'vfio-pci,host=0000:41:00.0,id=hostpci0,bus=ich9-pcie-port-1,addr=0x0' \\\n" in out
     assert "pcie-root-port,id=ich9-pcie-port-6" in out and "id=hostpci5,bus=ich9-pcie-port-6" in out
@@ -96,9 +102,12 @@ def test_showcmd_multifunction_device_gets_dotted_ids(lab: LabHandle) -> None:
     missing = lab.run("pve3", f"qm showcmd {vmid}")
     assert (missing.rc, missing.stderr) == (255, "no PCI device found for '0000:01:00'\n")
     # give the node a two-function device in its own mount namespace (later parts simulate GPUs)
-    out = lab.run("pve3", "mount -t tmpfs fakepci /sys/bus/pci/devices && "
-                          "mkdir /sys/bus/pci/devices/0000:01:00.0 /sys/bus/pci/devices/0000:01:00.1 && "
-                          f"qm showcmd {vmid}; umount /sys/bus/pci/devices").stdout
+    out = lab.run(
+        "pve3",
+        "mount -t tmpfs fakepci /sys/bus/pci/devices && "
+        "mkdir /sys/bus/pci/devices/0000:01:00.0 /sys/bus/pci/devices/0000:01:00.1 && "
+        f"qm showcmd {vmid}; umount /sys/bus/pci/devices",
+    ).stdout
     assert "'vfio-pci,host=0000:01:00.0,id=hostpci0.0,bus=ich9-pcie-port-1,addr=0x0.0,multifunction=on'" in out
     assert "'vfio-pci,host=0000:01:00.1,id=hostpci0.1,bus=ich9-pcie-port-1,addr=0x0.1'" in out
 

@@ -21,8 +21,13 @@ _COUNTER = iter(range(1, 250))
 
 
 def gpuhost(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpuhost", *args], capture_output=True, text=True,
-                          env={**os.environ, "COLUMNS": "200", **(env or {})}, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "gpuhost", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COLUMNS": "200", **(env or {})},
+        timeout=timeout,
+    )
 
 
 def run_json(*args: str) -> tuple[int, dict]:
@@ -38,8 +43,10 @@ def make_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
 
     def make(nodes: list[tuple[str, str]], **extra: object) -> LabHandle:
         n = next(_COUNTER)
-        specs = [NodeSpec(f"pve{i + 1}", f"127.78.{n}.{i + 1}", boot=boot, cpu=cpu, pve=8, **extra)
-                 for i, (boot, cpu) in enumerate(nodes)]
+        specs = [
+            NodeSpec(f"pve{i + 1}", f"127.78.{n}.{i + 1}", boot=boot, cpu=cpu, pve=8, **extra)
+            for i, (boot, cpu) in enumerate(nodes)
+        ]
         state = tmp_path_factory.mktemp("plab") / "state"
         handle = start_lab(state, specs)
         started.append(handle)
@@ -55,4 +62,3 @@ def task(report: dict, host: str, name_part: str) -> dict:
     matches = [t for t in report["tasks"] if t["host"] == host and name_part in t["task"]]
     assert matches, f"no task '{name_part}' for {host}: {[t['task'] for t in report['tasks']]}"
     return matches[-1]
-

@@ -13,8 +13,11 @@ def lab(make_lab):
 
 
 def files(lab, node):
-    r = lab.run(node, "cat /etc/default/grub; echo @@; cat /etc/kernel/cmdline 2>/dev/null; echo @@; "
-                      "cat /proc/cmdline; echo @@; sha256sum /etc/default/grub /etc/kernel/cmdline 2>/dev/null")
+    r = lab.run(
+        node,
+        "cat /etc/default/grub; echo @@; cat /etc/kernel/cmdline 2>/dev/null; echo @@; "
+        "cat /proc/cmdline; echo @@; sha256sum /etc/default/grub /etc/kernel/cmdline 2>/dev/null",
+    )
     grub, kcmd, proc, sums = r.stdout.split("@@\n")
     return grub, kcmd, proc.split(), sums
 
@@ -50,8 +53,7 @@ def test_without_allow_reboot_the_file_changes_but_nothing_reboots(lab):
 
 
 def test_allow_reboot_boots_with_the_tokens_then_converges(lab):
-    code, report = run_json("provision", "host", "-i", str(lab.inventory), "-e", "gpu_path=none",
-                            "--allow-reboot")
+    code, report = run_json("provision", "host", "-i", str(lab.inventory), "-e", "gpu_path=none", "--allow-reboot")
     assert code == 0, report
     for node, tokens in (("pve1", ["iommu=pt", "intel_iommu=on"]), ("pve2", ["iommu=pt", "amd_iommu=on"])):
         assert report["hosts"][node]["rebooted"] is True

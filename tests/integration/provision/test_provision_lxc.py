@@ -9,8 +9,13 @@ from tests.integration.provision.conftest import gpuhost, run_json, task
 pytestmark = pytest.mark.integration
 
 # the container proofs (gpuhost.checks.container), reported by the role's one verify task
-CHECKS = ["nvidia-smi -L lists 8 GPUs", "= host module 580.95.05", "/dev/nvidia-uvm present", "ulimit -l unlimited",
-          "cuInit ok, 8 CUDA devices"]
+CHECKS = [
+    "nvidia-smi -L lists 8 GPUs",
+    "= host module 580.95.05",
+    "/dev/nvidia-uvm present",
+    "ulimit -l unlimited",
+    "cuInit ok, 8 CUDA devices",
+]
 
 
 @pytest.fixture(scope="module")
@@ -24,8 +29,12 @@ def with_pin(lab, tmp_path, version: str):
     doc = yaml.load(lab.inventory.read_text())
     doc["vars"]["nvidia_driver"] = dict(doc["vars"]["lab_nvidia_drivers"][version], version=version)
     for node in doc["nodes"].values():
-        for section, key in (("ssh", "key_file"), ("ssh", "known_hosts_file"), ("api", "token_secret_file"),
-                             ("api", "ca_file")):
+        for section, key in (
+            ("ssh", "key_file"),
+            ("ssh", "known_hosts_file"),
+            ("api", "token_secret_file"),
+            ("api", "ca_file"),
+        ):
             node[section][key] = str(lab.inventory.parent / node[section][key])
     path = tmp_path / f"inventory-{version}.yml"
     with path.open("w") as fh:
@@ -34,15 +43,22 @@ def with_pin(lab, tmp_path, version: str):
 
 
 def test_check_diff_shows_the_whole_plan_and_changes_nothing(lab):
-    watched = ("cat /etc/kernel/cmdline /proc/cmdline; ls /etc/pve/lxc; ls /etc/modules-load.d; "
-               "ls /etc/systemd/system; dpkg -l | grep -c ^ii; cat /proc/driver/nvidia/version 2>&1")
+    watched = (
+        "cat /etc/kernel/cmdline /proc/cmdline; ls /etc/pve/lxc; ls /etc/modules-load.d; "
+        "ls /etc/systemd/system; dpkg -l | grep -c ^ii; cat /proc/driver/nvidia/version 2>&1"
+    )
     before = lab.run("pve1", watched).stdout
     boots = lab.boots("pve1")
-    r = gpuhost("provision", "lxc", "-i", str(lab.inventory), "--check", "--diff", "--allow-reboot",
-                "--allow-restart")
+    r = gpuhost("provision", "lxc", "-i", str(lab.inventory), "--check", "--diff", "--allow-reboot", "--allow-restart")
     assert r.returncode == 0, r.stdout + r.stderr
-    for planned in ("+root=ZFS=rpool/ROOT/pve-1 boot=zfs iommu=pt amd_iommu=on", "install NVIDIA 580.95.05",
-                    "+nvidia_uvm", "+ExecStart=/usr/bin/nvidia-modprobe -c0 -u", "would change", "create CT 200"):
+    for planned in (
+        "+root=ZFS=rpool/ROOT/pve-1 boot=zfs iommu=pt amd_iommu=on",
+        "install NVIDIA 580.95.05",
+        "+nvidia_uvm",
+        "+ExecStart=/usr/bin/nvidia-modprobe -c0 -u",
+        "would change",
+        "create CT 200",
+    ):
         assert planned in r.stdout, planned
     assert lab.run("pve1", watched).stdout == before
     assert lab.boots("pve1") == boots
@@ -75,8 +91,10 @@ def test_version_mismatch_without_reboot_names_cause_and_fix(lab, tmp_path):
     assert "the host runs NVIDIA module 580.95.05 but the pin is 580.105.08" in r.stdout
     assert "--allow-reboot" in r.stdout
     # what a user sees in the container meanwhile is the real mismatch, and it is unchanged by gpuhost
-    assert "580.95.05" in lab.run("pve1", "pct exec 200 -- nvidia-smi --query-gpu=driver_version "
-                                          "--format=csv,noheader -i 0").stdout
+    assert (
+        "580.95.05"
+        in lab.run("pve1", "pct exec 200 -- nvidia-smi --query-gpu=driver_version --format=csv,noheader -i 0").stdout
+    )
 
 
 def test_pin_upgrade_then_rerun_realigns_the_container(lab, tmp_path):
@@ -95,8 +113,10 @@ def test_pin_upgrade_then_rerun_realigns_the_container(lab, tmp_path):
 def test_missing_uvm_device_is_refused_with_the_fix(lab, tmp_path):
     lab.run("pve1", "pct stop 200; rm -f /dev/nvidia-uvm /dev/nvidia-uvm-tools")
     book = tmp_path / "devices.yml"
-    book.write_text("- hosts: all\n  tasks:\n    - lxc_devices:\n        ctid: 200\n"
-                    "        devices: [/dev/nvidia0, /dev/nvidiactl, /dev/nvidia-uvm, /dev/nvidia-uvm-tools]\n")
+    book.write_text(
+        "- hosts: all\n  tasks:\n    - lxc_devices:\n        ctid: 200\n"
+        "        devices: [/dev/nvidia0, /dev/nvidiactl, /dev/nvidia-uvm, /dev/nvidia-uvm-tools]\n"
+    )
     r = gpuhost("run", str(book), "-i", str(lab.inventory))
     assert r.returncode == 1
     assert "/dev/nvidia-uvm, /dev/nvidia-uvm-tools missing" in r.stdout
@@ -104,8 +124,7 @@ def test_missing_uvm_device_is_refused_with_the_fix(lab, tmp_path):
     start = lab.run("pve1", "pct start 200")
     assert start.rc != 0 and "Device /dev/nvidia-uvm does not exist" in start.stderr
     # provisioning recreates the nodes at once (the boot unit covers later reboots) and starts the CT
-    code, report = run_json("provision", "lxc", "-i", str(with_pin(lab, tmp_path, "580.105.08")),
-                            "--allow-restart")
+    code, report = run_json("provision", "lxc", "-i", str(with_pin(lab, tmp_path, "580.105.08")), "--allow-restart")
     assert code == 0, [t for t in report["tasks"] if t["status"] == "failed"]
     assert task(report, "pve1", "/dev/nvidia-uvm now")["status"] == "changed"
     verified = task(report, "pve1", "CT 200: verified")
@@ -144,9 +163,15 @@ def test_verify_host_and_lxc_share_the_roles_checks_and_name_what_broke(lab):
     lxc = gpuhost("verify", "lxc", "-i", str(lab.inventory), "--json")
     assert lxc.returncode == 0, lxc.stdout + lxc.stderr
     import json
+
     checks = {f["check"]: f["level"] for f in json.loads(lxc.stdout)["findings"]}
-    assert checks == {"ct.gpus_listed": "PASS", "ct.driver_match": "PASS", "ct.uvm": "PASS", "ct.memlock": "PASS",
-                      "ct.cuda_init": "PASS"}
+    assert checks == {
+        "ct.gpus_listed": "PASS",
+        "ct.driver_match": "PASS",
+        "ct.uvm": "PASS",
+        "ct.memlock": "PASS",
+        "ct.cuda_init": "PASS",
+    }
     lab.run("pve1", "pct stop 200")
     try:
         broken = gpuhost("verify", "lxc", "-i", str(lab.inventory))

@@ -3,10 +3,10 @@ over the verified SSH connection for root-only keys."""
 
 import pytest
 
-from gpuhost.runner.connect import open_connection, pve_api
 from gpuhost.errors import OperationFailed
 from gpuhost.inventory.loader import load_inventory
 from gpuhost.pve.api import root_only
+from gpuhost.runner.connect import open_connection, pve_api
 
 pytestmark = pytest.mark.integration
 
@@ -35,8 +35,11 @@ def test_routes_and_tasks(api, lab):
     assert api.route_for({"cores": 2}) == "token"
     assert api.route_for({"dev0": "/dev/nvidia0,gid=44"}) == "root"
     template = api.call("get", "nodes/pve1/storage/local/content", {"content": "vztmpl"})[0]["volid"]
-    upid = api.call("post", "nodes/pve1/lxc", {"vmid": 321, "ostemplate": template, "hostname": "apitest",
-                                               "rootfs": "local-lvm:4", "unprivileged": 0})
+    upid = api.call(
+        "post",
+        "nodes/pve1/lxc",
+        {"vmid": 321, "ostemplate": template, "hostname": "apitest", "rootfs": "local-lvm:4", "unprivileged": 0},
+    )
     assert upid.startswith("UPID:pve1:") and "root@pam!gpuhost" in upid  # created with the token
     api.wait_task(upid)
     api.call("put", "nodes/pve1/lxc/321/config", {"dev0": "/dev/zero,gid=44", "cores": 2})  # as root

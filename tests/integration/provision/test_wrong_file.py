@@ -13,8 +13,11 @@ def lab(make_lab):
 
 
 def test_edit_of_the_wrong_file_is_diagnosed_then_fixed(lab, tmp_path):
-    lab.run("pve1", "sed -i 's/^GRUB_CMDLINE_LINUX_DEFAULT=.*/GRUB_CMDLINE_LINUX_DEFAULT=\"quiet iommu=pt amd_iommu=on\"/'"
-                    " /etc/default/grub && update-grub >/dev/null 2>&1; true")
+    lab.run(
+        "pve1",
+        "sed -i 's/^GRUB_CMDLINE_LINUX_DEFAULT=.*/GRUB_CMDLINE_LINUX_DEFAULT=\"quiet iommu=pt amd_iommu=on\"/'"
+        " /etc/default/grub && update-grub >/dev/null 2>&1; true",
+    )
     boots = lab.boots("pve1")
     lab.run("pve1", "nohup sh -c 'sleep 0.5; reboot' >/dev/null 2>&1 &")
     lab.wait_rebooted("pve1", boots)

@@ -17,9 +17,18 @@ LIMIT_W = 600.0
 def levels() -> list[LevelRun]:
     out = []
     for n, (conc, (total, output)) in enumerate(sorted(SWEEP.items())):
-        r = BenchResult(source="printed", status="ok", figures={
-            "max_concurrency": conc, "successful_requests": conc * 2, "duration_s": 300.0,
-            "total_throughput_tok_s": total, "output_throughput_tok_s": output, "median_ttft_ms": 900.0 + n})
+        r = BenchResult(
+            source="printed",
+            status="ok",
+            figures={
+                "max_concurrency": conc,
+                "successful_requests": conc * 2,
+                "duration_s": 300.0,
+                "total_throughput_tok_s": total,
+                "output_throughput_tok_s": output,
+                "median_ttft_ms": 900.0 + n,
+            },
+        )
         out.append(LevelRun(concurrency=conc, result=r, start_wall=1000.0 + 400 * n, end_wall=1300.0 + 400 * n))
     return out
 
@@ -29,7 +38,14 @@ def samples() -> SampleSeries:
     for n in range(3):
         for k in range(600):  # 2 Hz over each 300 s level
             t = 1000.0 + 400 * n + k * 0.5
-            ticks.append(Tick(t, t - 900.0, tuple(
-                {"index": i, "power_w": w, "power_limit_w": LIMIT_W, "util_gpu_pct": 0, "sm_clock_mhz": 2430}
-                for i, w in enumerate(WATTS))))
+            ticks.append(
+                Tick(
+                    t,
+                    t - 900.0,
+                    tuple(
+                        {"index": i, "power_w": w, "power_limit_w": LIMIT_W, "util_gpu_pct": 0, "sm_clock_mhz": 2430}
+                        for i, w in enumerate(WATTS)
+                    ),
+                )
+            )
     return SampleSeries(backend="nvidia-smi", interval_ms=500, gpus=[{"index": i} for i in range(8)], ticks=ticks)

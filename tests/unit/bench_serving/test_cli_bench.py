@@ -72,8 +72,13 @@ def test_no_sweep_options_exist_yet() -> None:
 
 
 def test_json_output_never_holds_a_secret(tmp_path: Path) -> None:
-    line = {"backend": "sglang", "completed": 2, "duration": 1.5, "output_throughput": 20.0,
-            "server_info": {"api_key": "sk-abcdef123456", "launch_command": "sglang serve --api-key sk-abcdef123456"}}
+    line = {
+        "backend": "sglang",
+        "completed": 2,
+        "duration": 1.5,
+        "output_throughput": 20.0,
+        "server_info": {"api_key": "sk-abcdef123456", "launch_command": "sglang serve --api-key sk-abcdef123456"},
+    }
     f = tmp_path / "out.jsonl"
     f.write_text(json.dumps(line) + "\n")
     r = _run("--parse", str(f), "--json")

@@ -55,8 +55,11 @@ def test_ttft_explosion_between_levels() -> None:
 def test_failed_and_partial_levels() -> None:
     failed = BenchResult(source="log", status="failed", notes=["no JSONL result line was written"])
     partial = parse_output(text("v04-dsv3-h200-qps1-truncated.txt"))[0]
-    fs = [f for f in all_findings(summarise([LevelRun(64, failed), LevelRun(128, partial)], None))
-          if f.check == FAILED_REQUESTS]
+    fs = [
+        f
+        for f in all_findings(summarise([LevelRun(64, failed), LevelRun(128, partial)], None))
+        if f.check == FAILED_REQUESTS
+    ]
     assert [f.level for f in fs] == [Level.FAIL, Level.WARN]
 
 

@@ -99,7 +99,7 @@ def test_each_jsonl_figure_matches_the_line(name: str) -> None:
     lines = [json.loads(line) for line in text(name).splitlines() if line.strip()]
     results = parse_output(text(name))
     assert len(results) == len(lines)
-    for obj, r in zip(lines, results):
+    for obj, r in zip(lines, results, strict=False):
         assert r.source == "jsonl" and r.status == "ok"
         for key, value in obj.items():
             stable = JSONL_KEYS.get(key, key)

@@ -27,18 +27,31 @@ def _section(title: str) -> str:
 
 
 def block_0523() -> str:
-    lines = ["", f"{' Serving Benchmark Result ':=^50}",
-             _line("Backend:", "sglang"), _line("Traffic request rate:", "inf"),
-             _line("Max request concurrency:", 64), _line("Successful requests:", 512),
-             _line("Benchmark duration (s):", 120.5), _line("Total input tokens:", 524288),
-             _line("Total generated tokens:", 524288), _line("Request throughput (req/s):", 4.25),
-             _line("Input token throughput (tok/s):", 4350.9), _line("Output token throughput (tok/s):", 4350.9),
-             _line("Peak output token throughput (tok/s):", 5100.0), _line("Peak concurrent requests:", 64),
-             _line("Total token throughput (tok/s):", 8701.8), _line("Concurrency:", 63.8),
-             _section("Goodput"), _line("SLOs (ms):", "ttft:500 tpot:50"),
-             _line("Request goodput (req/s):", 3.1), _line("SLO attainment (%):", 72.9),
-             _line("TTFT SLO attainment (%):", 80.1), _line("TPOT SLO attainment (%):", 90.0),
-             _section("End-to-End Latency")]
+    lines = [
+        "",
+        f"{' Serving Benchmark Result ':=^50}",
+        _line("Backend:", "sglang"),
+        _line("Traffic request rate:", "inf"),
+        _line("Max request concurrency:", 64),
+        _line("Successful requests:", 512),
+        _line("Benchmark duration (s):", 120.5),
+        _line("Total input tokens:", 524288),
+        _line("Total generated tokens:", 524288),
+        _line("Request throughput (req/s):", 4.25),
+        _line("Input token throughput (tok/s):", 4350.9),
+        _line("Output token throughput (tok/s):", 4350.9),
+        _line("Peak output token throughput (tok/s):", 5100.0),
+        _line("Peak concurrent requests:", 64),
+        _line("Total token throughput (tok/s):", 8701.8),
+        _line("Concurrency:", 63.8),
+        _section("Goodput"),
+        _line("SLOs (ms):", "ttft:500 tpot:50"),
+        _line("Request goodput (req/s):", 3.1),
+        _line("SLO attainment (%):", 72.9),
+        _line("TTFT SLO attainment (%):", 80.1),
+        _line("TPOT SLO attainment (%):", 90.0),
+        _section("End-to-End Latency"),
+    ]
     for stat in ("Mean", "Median", "P90", "P95", "P99"):
         lines.append(_line(f"{stat} E2E Latency (ms):", 15000.0))
     for metric in ("Time to First Token", "Time per Output Token (excl. 1st token)", "Inter-Token Latency"):
@@ -48,9 +61,16 @@ def block_0523() -> str:
             lines.append(_line(f"{stat} {short} (ms):", v))
         if short == "ITL":
             lines.append(_line("Max ITL (ms):", 2500.0))
-    lines += [_section("Cache Hit Details"), _line("Total prompt tokens:", 524288),
-              _line("Total cached tokens:", 262144), _line("  Device:", 200000), _line("  Host:", 62144),
-              _line("  Storage (file):", 0), _line("Cache hit rate:", "50.0%"), "=" * 50]
+    lines += [
+        _section("Cache Hit Details"),
+        _line("Total prompt tokens:", 524288),
+        _line("Total cached tokens:", 262144),
+        _line("  Device:", 200000),
+        _line("  Host:", 62144),
+        _line("  Storage (file):", 0),
+        _line("Cache hit rate:", "50.0%"),
+        "=" * 50,
+    ]
     return "\n".join(lines) + "\n"
 
 
@@ -75,15 +95,19 @@ def test_two_blocks_in_one_log_are_two_runs() -> None:
 
 
 def test_failed_run_log_is_failed() -> None:
-    log = "Starting warmup\nError running benchmark for request rate: inf\n" + "-" * 30 + "\n" \
-          "UnboundLocalError: cannot access local variable 'result'\n"
+    log = (
+        "Starting warmup\nError running benchmark for request rate: inf\n" + "-" * 30 + "\n"
+        "UnboundLocalError: cannot access local variable 'result'\n"
+    )
     [r] = parse_output(log)
     assert r.status == "failed" and r.source == "log"
 
 
 def test_warmup_failure_is_failed() -> None:
-    [r] = parse_output("ValueError: Warmup failed - Please make sure benchmark arguments are correctly "
-                       "specified. Error: connection refused\n")
+    [r] = parse_output(
+        "ValueError: Warmup failed - Please make sure benchmark arguments are correctly "
+        "specified. Error: connection refused\n"
+    )
     assert r.status == "failed"
 
 
@@ -99,8 +123,15 @@ def test_level_without_jsonl_line_is_failed_even_with_a_printed_block() -> None:
 
 
 def test_level_with_jsonl_uses_it_and_fills_from_printed() -> None:
-    line = json.dumps({"backend": "sglang", "completed": 512, "duration": 120.51, "output_throughput": 4350.93,
-                       "server_info": {"api_key": "sk-very-secret", "tp_size": 8}})
+    line = json.dumps(
+        {
+            "backend": "sglang",
+            "completed": 512,
+            "duration": 120.51,
+            "output_throughput": 4350.93,
+            "server_info": {"api_key": "sk-very-secret", "tp_size": 8},
+        }
+    )
     r = parse_level(block_0523(), jsonl=line + "\n")
     assert r.source == "jsonl" and r.status == "ok"
     assert r.figures["output_throughput_tok_s"] == 4350.93  # JSONL precision wins
@@ -109,9 +140,14 @@ def test_level_with_jsonl_uses_it_and_fills_from_printed() -> None:
 
 
 def test_server_info_is_redacted_everywhere() -> None:
-    info = {"api_key": "sk-live-123456", "admin_api_key": "adm-987654", "hf_token": None, "tp_size": 8,
-            "launch_command": "sglang serve --model-path m --api-key sk-live-123456 --port 30000",
-            "internal_states": [{"avg_spec_accept_length": 3.4, "watermark_secret_key": "w-abcdef"}]}
+    info = {
+        "api_key": "sk-live-123456",
+        "admin_api_key": "adm-987654",
+        "hf_token": None,
+        "tp_size": 8,
+        "launch_command": "sglang serve --model-path m --api-key sk-live-123456 --port 30000",
+        "internal_states": [{"avg_spec_accept_length": 3.4, "watermark_secret_key": "w-abcdef"}],
+    }
     out = redact_server_info(info)
     dumped = json.dumps(out)
     assert "sk-live-123456" not in dumped and "adm-987654" not in dumped and "w-abcdef" not in dumped
@@ -122,9 +158,18 @@ def test_server_info_is_redacted_everywhere() -> None:
 
 
 def test_jsonl_record_keeps_no_secret_and_counts_errors() -> None:
-    line = json.dumps({"backend": "sglang", "completed": 3, "duration": 1.0, "output_throughput": 10.0,
-                       "request_rate": float("inf"), "max_concurrency": None,
-                       "server_info": {"api_key": "abcd-secret"}, "errors": ["", "timeout", ""]})
+    line = json.dumps(
+        {
+            "backend": "sglang",
+            "completed": 3,
+            "duration": 1.0,
+            "output_throughput": 10.0,
+            "request_rate": float("inf"),
+            "max_concurrency": None,
+            "server_info": {"api_key": "abcd-secret"},
+            "errors": ["", "timeout", ""],
+        }
+    )
     [r] = parse_output(line)
     assert r.figures["request_rate"] == "inf" and r.figures["max_concurrency"] is None
     assert r.extra["error_count"] == 1

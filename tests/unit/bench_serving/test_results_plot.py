@@ -40,8 +40,10 @@ def test_h200_idle_vs_sustained_matmul(name: str) -> None:
 def _doc(tmp_path: Path | None = None) -> dict:
     ph = _phases()
     # Real H200 samples; the benchmark figures come from two corpus blocks. The pairing is the test's own.
-    levels = [LevelRun(1, parse_output(text("v05-glm5-fp8-c1-mtp.txt"))[0], ph["idle_start"], ph["idle_end"]),
-              LevelRun(100, parse_output(text("v05-glm5-fp8-c100-mtp.txt"))[0], ph["load_start"], ph["load_end"])]
+    levels = [
+        LevelRun(1, parse_output(text("v05-glm5-fp8-c1-mtp.txt"))[0], ph["idle_start"], ph["idle_end"]),
+        LevelRun(100, parse_output(text("v05-glm5-fp8-c100-mtp.txt"))[0], ph["load_start"], ph["load_end"]),
+    ]
     s = read_samples(text("h200-sampler-idle-load.jsonl"))
     summaries = summarise(levels, s)
     return build_document(summaries, all_findings(summaries), samples=s, target="h200", created="2026-12-01T00:00Z")

@@ -47,9 +47,18 @@ def fake_path(tmp_path: Path) -> dict[str, str]:
 
 def test_parse_smi_line_numbers_and_not_available() -> None:
     g = sampler.parse_smi_line("0, 87.92, 600.00, 0, 0, 2430, 13365, 91234, 97887, 41")
-    assert g == {"index": 0, "power_w": 87.92, "power_limit_w": 600.0, "util_gpu_pct": 0, "util_mem_pct": 0,
-                 "sm_clock_mhz": 2430, "mem_clock_mhz": 13365, "mem_used_mib": 91234, "mem_total_mib": 97887,
-                 "temp_c": 41}
+    assert g == {
+        "index": 0,
+        "power_w": 87.92,
+        "power_limit_w": 600.0,
+        "util_gpu_pct": 0,
+        "util_mem_pct": 0,
+        "sm_clock_mhz": 2430,
+        "mem_clock_mhz": 13365,
+        "mem_used_mib": 91234,
+        "mem_total_mib": 97887,
+        "temp_c": 41,
+    }
     assert sampler.parse_smi_line("1, [N/A], [Not Supported], 3, 1, 2430, 13365, 1, 2, 40")["power_w"] is None
     assert sampler.parse_smi_line("garbage") is None
 
@@ -62,8 +71,9 @@ def test_smi_command_asks_for_csv_every_interval() -> None:
 
 def test_stops_on_sigterm_and_every_line_is_json(fake_path: dict[str, str], tmp_path: Path) -> None:
     out = tmp_path / "s.jsonl"
-    proc = subprocess.Popen([sys.executable, str(SAMPLER), "--backend", "nvidia-smi", "--interval-ms", "100",
-                             "-o", str(out)], env=fake_path)
+    proc = subprocess.Popen(
+        [sys.executable, str(SAMPLER), "--backend", "nvidia-smi", "--interval-ms", "100", "-o", str(out)], env=fake_path
+    )
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and (not out.exists() or out.read_text().count('"sample"') < 3):
         time.sleep(0.05)
@@ -81,8 +91,14 @@ def test_stops_on_sigterm_and_every_line_is_json(fake_path: dict[str, str], tmp_
 
 
 def test_duration_stops_by_itself(fake_path: dict[str, str]) -> None:
-    r = subprocess.run([sys.executable, str(SAMPLER), "--backend", "nvidia-smi", "--interval-ms", "100",
-                        "--duration", "0.6"], env=fake_path, capture_output=True, text=True, timeout=20, check=False)
+    r = subprocess.run(
+        [sys.executable, str(SAMPLER), "--backend", "nvidia-smi", "--interval-ms", "100", "--duration", "0.6"],
+        env=fake_path,
+        capture_output=True,
+        text=True,
+        timeout=20,
+        check=False,
+    )
     assert r.returncode == 0
     lines = [json.loads(line) for line in r.stdout.splitlines()]
     assert lines[-1]["reason"] == "duration" and lines[-1]["samples"] >= 1
@@ -90,8 +106,14 @@ def test_duration_stops_by_itself(fake_path: dict[str, str]) -> None:
 
 def test_no_nvml_and_no_smi_is_an_error_line(tmp_path: Path) -> None:
     env = dict(os.environ, PATH=str(tmp_path))
-    r = subprocess.run([sys.executable, str(SAMPLER), "--backend", "nvidia-smi", "--duration", "1"],
-                       env=env, capture_output=True, text=True, timeout=20, check=False)
+    r = subprocess.run(
+        [sys.executable, str(SAMPLER), "--backend", "nvidia-smi", "--duration", "1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=20,
+        check=False,
+    )
     assert r.returncode == 2 and json.loads(r.stdout.splitlines()[-1])["reason"] == "error"
 
 

@@ -32,12 +32,16 @@ def _main(*args: str) -> int:
     return int(exc.value.code or 0)
 
 
-@pytest.mark.parametrize(("kind", "code", "message"), [
-    ("usage", 2, "error: --thing: not a thing"),
-    ("command", 1, "error: pve1: command failed (exit 3): false"),
-])
-def test_gpuhost_error_exits_with_its_code_and_no_traceback(boom: None, capsys: pytest.CaptureFixture[str],
-                                                            kind: str, code: int, message: str) -> None:
+@pytest.mark.parametrize(
+    ("kind", "code", "message"),
+    [
+        ("usage", 2, "error: --thing: not a thing"),
+        ("command", 1, "error: pve1: command failed (exit 3): false"),
+    ],
+)
+def test_gpuhost_error_exits_with_its_code_and_no_traceback(
+    boom: None, capsys: pytest.CaptureFixture[str], kind: str, code: int, message: str
+) -> None:
     assert _main("boom", "--kind", kind) == code
     err = capsys.readouterr().err
     assert err.strip() == message

@@ -32,7 +32,7 @@ def test_registering_every_command_loads_no_heavy_library() -> None:
 
 def test_help_and_version_load_no_heavy_library() -> None:
     for flag in ("--help", "--version"):
-        setup = (f"from gpuhost.cli.app import main\ntry:\n    main([{flag!r}])\nexcept SystemExit:\n    pass")
+        setup = f"from gpuhost.cli.app import main\ntry:\n    main([{flag!r}])\nexcept SystemExit:\n    pass"
         assert _heavy_after(setup) == [], flag
 
 
@@ -41,9 +41,9 @@ def test_package_faces_load_lazily_and_still_export_their_names() -> None:
     assert _heavy_after(setup) == []
     from gpuhost.connection.local import LocalConnection  # noqa: F401
     from gpuhost.connection.ssh import SSHConnection  # noqa: F401
-    from gpuhost.runner.connect import open_connection  # noqa: F401
-    from gpuhost.inventory.models import NodeSpec  # noqa: F401
-    from gpuhost.inventory.loader import load_inventory  # noqa: F401
     from gpuhost.core.task import Task  # noqa: F401
+    from gpuhost.inventory.loader import load_inventory  # noqa: F401
+    from gpuhost.inventory.models import NodeSpec  # noqa: F401
     from gpuhost.playbook.loader import load_playbook  # noqa: F401
+    from gpuhost.runner.connect import open_connection  # noqa: F401
     from gpuhost.runner.run import RunOptions, run_playbook  # noqa: F401

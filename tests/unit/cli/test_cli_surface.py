@@ -22,8 +22,19 @@ from gpuhost.redact import forget_all, register_secret
 
 _register()
 
-SHARED = {"--check", "--diff", "--limit", "--tags", "--skip-tags", "--forks", "--allow-reboot", "--allow-restart",
-          "--json", "--extra-vars", "--verbose"}
+SHARED = {
+    "--check",
+    "--diff",
+    "--limit",
+    "--tags",
+    "--skip-tags",
+    "--forks",
+    "--allow-reboot",
+    "--allow-restart",
+    "--json",
+    "--extra-vars",
+    "--verbose",
+}
 
 
 def _gpuhost(*args: str) -> subprocess.CompletedProcess[str]:
@@ -45,8 +56,12 @@ def test_help_lists_every_command() -> None:
 def test_version_names_gpuhost_python_paramiko_and_proxmoxer() -> None:
     r = _gpuhost("--version")
     assert r.returncode == 0
-    assert r.stdout.splitlines() == [f"gpuhost {__version__}", f"Python {sys.version.split()[0]}",
-                                     f"paramiko {version('paramiko')}", f"proxmoxer {version('proxmoxer')}"]
+    assert r.stdout.splitlines() == [
+        f"gpuhost {__version__}",
+        f"Python {sys.version.split()[0]}",
+        f"paramiko {version('paramiko')}",
+        f"proxmoxer {version('proxmoxer')}",
+    ]
 
 
 def _options(*path: str) -> set[str]:
@@ -72,11 +87,45 @@ def test_shared_flags_reach_the_run(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     monkeypatch.setattr("gpuhost.cli.provision.run_with_flags", fake)
     runner = CliRunner()
     inv = str(tmp_path / "inv.yml")
-    r = runner.invoke(app, ["run", "book.yml", "-i", inv, "--check", "--diff", "-l", "pve1", "-t", "a", "-t", "b",
-                            "--skip-tags", "c", "-f", "3", "--allow-reboot", "--json", "-e", "k=v", "-v"])
+    r = runner.invoke(
+        app,
+        [
+            "run",
+            "book.yml",
+            "-i",
+            inv,
+            "--check",
+            "--diff",
+            "-l",
+            "pve1",
+            "-t",
+            "a",
+            "-t",
+            "b",
+            "--skip-tags",
+            "c",
+            "-f",
+            "3",
+            "--allow-reboot",
+            "--json",
+            "-e",
+            "k=v",
+            "-v",
+        ],
+    )
     assert r.exit_code == 0, r.output
-    assert seen[-1][1] == RunFlags(check=True, diff=True, limit="pve1", tags=["a", "b"], skip_tags=["c"], forks=3,
-                                   allow_reboot=True, as_json=True, extra_vars=["k=v"], verbose=True)
+    assert seen[-1][1] == RunFlags(
+        check=True,
+        diff=True,
+        limit="pve1",
+        tags=["a", "b"],
+        skip_tags=["c"],
+        forks=3,
+        allow_reboot=True,
+        as_json=True,
+        extra_vars=["k=v"],
+        verbose=True,
+    )
     r = runner.invoke(app, ["provision", "lxc", "-i", inv, "--ctid", "200", "--allow-restart"])
     assert r.exit_code == 0, r.output
     playbook, flags, preset = seen[-1]
@@ -92,8 +141,9 @@ def test_verbose_handler_prints_one_redacted_line_per_remote_command() -> None:
     register_secret("s3cr3t-token-value")
     try:
         log = logging.getLogger("gpuhost.remote")
-        log.debug("%s", "pveversion", extra={"host": "pve1", "command": "pveversion", "exit_code": 0,
-                                             "duration": 0.0123})
+        log.debug(
+            "%s", "pveversion", extra={"host": "pve1", "command": "pveversion", "exit_code": 0, "duration": 0.0123}
+        )
         cmd = "curl -H 'Authorization: s3cr3t-token-value' https://x\necho second"
         log.debug("%s", cmd, extra={"host": "pve2", "command": cmd, "exit_code": 7, "duration": 1.5})
     finally:

@@ -3,8 +3,8 @@ import stat
 
 import pytest
 
-from gpuhost.connection.local import LocalConnection
 from gpuhost.connection.base import BACKUP_SUFFIX
+from gpuhost.connection.local import LocalConnection
 from gpuhost.errors import CommandFailed
 from gpuhost.redact import register_secret
 

@@ -12,8 +12,8 @@ import time
 
 import pytest
 
-from gpuhost.connection.local import LocalConnection
 from gpuhost.connection.base import BACKUP_SUFFIX
+from gpuhost.connection.local import LocalConnection
 from gpuhost.connection.write_script import WriteRequest
 from gpuhost.errors import CommandFailed, CommandTimeout
 
@@ -31,7 +31,7 @@ def test_truncated_stdin_is_never_renamed_into_place(tmp_path):
     target.write_bytes(b"old content\n")
     new = b"x" * 100_000
     request = WriteRequest(str(target), len(new), hashlib.sha256(new).hexdigest(), backup=False)
-    r = LocalConnection().run(request.command(), input=new[:5000], check=False)   # the channel "dropped"
+    r = LocalConnection().run(request.command(), input=new[:5000], check=False)  # the channel "dropped"
     assert r.exit_code == 7 and "received 5000 of 100000 bytes" in r.stderr
     assert target.read_bytes() == b"old content\n"
     assert temps(tmp_path) == []
@@ -55,7 +55,7 @@ def test_sigpipe_on_the_error_path_still_removes_the_temp_file(tmp_path):
     target.write_bytes(b"old\n")
     request = WriteRequest(str(target), 10, "0" * 64, backup=False)
     r, w = os.pipe()
-    os.close(r)                                         # nobody reads stdout or stderr any more
+    os.close(r)  # nobody reads stdout or stderr any more
     proc = subprocess.Popen(["/bin/sh", "-c", request.command()], stdin=subprocess.PIPE, stdout=w, stderr=w)
     os.close(w)
     proc.communicate(b"short")
@@ -70,16 +70,22 @@ def test_signal_mid_stream_removes_the_temp_file(tmp_path, sig):
     target.write_bytes(b"old\n")
     data = b"y" * 1_000_000
     request = WriteRequest(str(target), len(data), hashlib.sha256(data).hexdigest(), backup=False)
-    proc = subprocess.Popen(["/bin/sh", "-c", request.command()], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    proc = subprocess.Popen(
+        ["/bin/sh", "-c", request.command()],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
     proc.stdin.write(data[:1000])
     proc.stdin.flush()
     deadline = time.monotonic() + 5
     while not temps(tmp_path) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert temps(tmp_path), "the script made its temp file"
-    found = subprocess.run(["pgrep", "-s", str(proc.pid), "-f", "gpuhost-write"], check=False, capture_output=True,
-                           text=True)
+    found = subprocess.run(
+        ["pgrep", "-s", str(proc.pid), "-f", "gpuhost-write"], check=False, capture_output=True, text=True
+    )
     script_pid = int(found.stdout.split()[-1])
     os.kill(script_pid, sig)
     proc.stdin.close()
@@ -114,6 +120,7 @@ def test_new_private_file_is_never_readable_by_others(tmp_path):
 
 def test_write_order_sets_mode_before_content():
     from gpuhost.connection.write_script import WRITE_SCRIPT
+
     assert WRITE_SCRIPT.index('chmod "$mode"') < WRITE_SCRIPT.index('cat > "$tmp"')
 
 
@@ -137,8 +144,10 @@ def test_same_stamp_gets_a_counter_not_an_overwrite(tmp_path):
         data = text.encode()
         req = WriteRequest(str(target), len(data), hashlib.sha256(data).hexdigest())
         conn.run(req.command(stamp="20261201T000000.000000"), input=data)
-    assert backups(tmp_path, "cfg") == [f"cfg.20261201T000000.000000-00{BACKUP_SUFFIX}",
-                                        f"cfg.20261201T000000.000000-01{BACKUP_SUFFIX}"]
+    assert backups(tmp_path, "cfg") == [
+        f"cfg.20261201T000000.000000-00{BACKUP_SUFFIX}",
+        f"cfg.20261201T000000.000000-01{BACKUP_SUFFIX}",
+    ]
     assert (tmp_path / f"cfg.20261201T000000.000000-01{BACKUP_SUFFIX}").read_text() == "v2\n"
 
 
@@ -190,9 +199,8 @@ def test_put_file_round_trip_and_skip_when_already_there(tmp_path):
 def test_put_file_repairs_a_partial_file(tmp_path):
     data = os.urandom(1 << 20)
     dest = tmp_path / "installer.run"
-    dest.write_bytes(data[:1000])                      # an interrupted earlier push
-    r = LocalConnection().put_file(str(dest), io.BytesIO(data), mode=0o755,
-                                   sha256=hashlib.sha256(data).hexdigest())
+    dest.write_bytes(data[:1000])  # an interrupted earlier push
+    r = LocalConnection().put_file(str(dest), io.BytesIO(data), mode=0o755, sha256=hashlib.sha256(data).hexdigest())
     assert r.sent and dest.read_bytes() == data
 
 

@@ -17,17 +17,18 @@ def test_missing_tool_means_plain_grub():
 
 
 def test_uefi_esp_means_systemd_boot():
-    text = ("Re-executing '/usr/sbin/proxmox-boot-tool' in new private mount namespace..\n"
-            "System currently booted with uefi\n"
-            "7D41-3B3A is configured with: uefi (versions: 6.8.12-4-pve, 6.8.4-2-pve)\n")
+    text = (
+        "Re-executing '/usr/sbin/proxmox-boot-tool' in new private mount namespace..\n"
+        "System currently booted with uefi\n"
+        "7D41-3B3A is configured with: uefi (versions: 6.8.12-4-pve, 6.8.4-2-pve)\n"
+    )
     info = parse_boot_tool_status(text, 0, efi=True)
     assert info.loader == "systemd-boot" and info.esps == ("7D41-3B3A",)
     assert info.cmdline_file == "/etc/kernel/cmdline" and info.refresh_command == "proxmox-boot-tool refresh"
 
 
 def test_grub_esp_means_grub_managed_by_proxmox_boot_tool():
-    text = ("System currently booted with legacy bios\n"
-            "0F2E-1A2B is configured with: grub (versions: 6.8.12-4-pve)\n")
+    text = "System currently booted with legacy bios\n0F2E-1A2B is configured with: grub (versions: 6.8.12-4-pve)\n"
     info = parse_boot_tool_status(text, 0, efi=False)
     assert info.loader == "grub-pbt" and info.cmdline_file == "/etc/default/grub"
     assert info.refresh_command == "proxmox-boot-tool refresh"

@@ -12,7 +12,12 @@ from gpuhost.facts.cmdline import (
 def test_edit_tokens_keeps_order_and_replaces_by_key():
     tokens = ["root=ZFS=rpool/ROOT/pve-1", "boot=zfs", "iommu=soft", "quiet"]
     assert edit_tokens(tokens, ["iommu=pt", "amd_iommu=on"]) == [
-        "root=ZFS=rpool/ROOT/pve-1", "boot=zfs", "iommu=pt", "quiet", "amd_iommu=on"]
+        "root=ZFS=rpool/ROOT/pve-1",
+        "boot=zfs",
+        "iommu=pt",
+        "quiet",
+        "amd_iommu=on",
+    ]
 
 
 def test_edit_tokens_is_idempotent_and_removes_absent():
@@ -33,8 +38,9 @@ def test_edit_tokens_replaces_the_last_conflicting_value():
 def test_kernel_cmdline_file_roundtrip():
     text = "root=ZFS=rpool/ROOT/pve-1 boot=zfs\n"
     tokens = parse_kernel_cmdline_file(text)
-    assert render_kernel_cmdline_file(edit_tokens(tokens, ["iommu=pt"])) == \
-        "root=ZFS=rpool/ROOT/pve-1 boot=zfs iommu=pt\n"
+    assert (
+        render_kernel_cmdline_file(edit_tokens(tokens, ["iommu=pt"])) == "root=ZFS=rpool/ROOT/pve-1 boot=zfs iommu=pt\n"
+    )
 
 
 GRUB = """\
@@ -58,10 +64,14 @@ def test_grub_edit_changes_only_the_active_line_and_keeps_quotes_and_comment():
 
 
 def test_grub_single_quotes_and_unquoted_values():
-    assert edit_grub_default("GRUB_CMDLINE_LINUX_DEFAULT='quiet splash'\n", ["iommu=pt"]) == \
-        "GRUB_CMDLINE_LINUX_DEFAULT='quiet splash iommu=pt'\n"
-    assert edit_grub_default("GRUB_CMDLINE_LINUX_DEFAULT=quiet\n", ["iommu=pt"]) == \
-        'GRUB_CMDLINE_LINUX_DEFAULT="quiet iommu=pt"\n'
+    assert (
+        edit_grub_default("GRUB_CMDLINE_LINUX_DEFAULT='quiet splash'\n", ["iommu=pt"])
+        == "GRUB_CMDLINE_LINUX_DEFAULT='quiet splash iommu=pt'\n"
+    )
+    assert (
+        edit_grub_default("GRUB_CMDLINE_LINUX_DEFAULT=quiet\n", ["iommu=pt"])
+        == 'GRUB_CMDLINE_LINUX_DEFAULT="quiet iommu=pt"\n'
+    )
 
 
 def test_grub_token_already_in_cmdline_linux_is_not_added_twice():
@@ -70,8 +80,9 @@ def test_grub_token_already_in_cmdline_linux_is_not_added_twice():
 
 
 def test_grub_without_the_variable_gets_one_appended():
-    assert edit_grub_default("GRUB_DEFAULT=0\n", ["iommu=pt"]) == \
-        'GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX_DEFAULT="iommu=pt"\n'
+    assert (
+        edit_grub_default("GRUB_DEFAULT=0\n", ["iommu=pt"]) == 'GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX_DEFAULT="iommu=pt"\n'
+    )
 
 
 def test_grub_multiline_value_is_refused():

@@ -52,10 +52,13 @@ def test_docker_load_library_signature_is_recognised() -> None:
     assert (r.kind, r.where) == ("runtime-no-library", "docker") and "nvidia-ctk" in r.fix
 
 
-@pytest.mark.parametrize(("name", "where", "expect"), [
-    ("nvidia-smi-failed-communicate-single-line.txt", "host", "modprobe nvidia"),
-    ("lxd-juju-unable-to-communicate.txt", "lxd", "device nodes"),
-])
+@pytest.mark.parametrize(
+    ("name", "where", "expect"),
+    [
+        ("nvidia-smi-failed-communicate-single-line.txt", "host", "modprobe nvidia"),
+        ("lxd-juju-unable-to-communicate.txt", "lxd", "device nodes"),
+    ],
+)
 def test_no_driver_advice_depends_on_where(name: str, where: str, expect: str) -> None:
     r = explain_driver_failure(fixture(f"nvidia/{name}"), where=where)
     assert r.kind == "no-driver" and expect in str(r)
@@ -114,4 +117,6 @@ def test_majors_come_from_each_node_not_its_name() -> None:
 def test_stat_output_is_read_in_hex() -> None:
     # the format of `stat -c '%n %t %T'` (major and minor in hex), as host_facts runs it
     assert parse_device_numbers("/dev/nvidia-uvm 1fe 0\n/dev/nvidia0 c3 0\n") == {
-        "/dev/nvidia-uvm": (510, 0), "/dev/nvidia0": (195, 0)}
+        "/dev/nvidia-uvm": (510, 0),
+        "/dev/nvidia0": (195, 0),
+    }

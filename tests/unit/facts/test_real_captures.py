@@ -33,8 +33,13 @@ def effective_grub_tokens(text: str, tmp_path: Path) -> list[str]:
     """What update-grub would put on the line: the file evaluated by a real shell."""
     f = tmp_path / "grub"
     f.write_text(text)
-    out = subprocess.run(["bash", "-c", f'. {f}; echo "$GRUB_CMDLINE_LINUX $GRUB_CMDLINE_LINUX_DEFAULT"'],
-                         capture_output=True, text=True, check=True, env={"PATH": "/usr/bin:/bin"})
+    out = subprocess.run(
+        ["bash", "-c", f'. {f}; echo "$GRUB_CMDLINE_LINUX $GRUB_CMDLINE_LINUX_DEFAULT"'],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PATH": "/usr/bin:/bin"},
+    )
     return out.stdout.split()
 
 
@@ -49,7 +54,7 @@ def test_grub_edit_keeps_every_line_and_token(name, tmp_path):
     assert all(t in new_tokens for t in WANT)
     # only the GRUB_CMDLINE_LINUX_DEFAULT line changed (or one line was appended)
     b, a = before.splitlines(), after.splitlines()
-    changed = [i for i, (x, y) in enumerate(zip(b, a)) if x != y]
+    changed = [i for i, (x, y) in enumerate(zip(b, a, strict=False)) if x != y]
     assert len(changed) <= 1 and len(a) - len(b) in (0, 1)
     if changed:
         assert a[changed[0]].lstrip().startswith("GRUB_CMDLINE_LINUX_DEFAULT=")
@@ -87,12 +92,15 @@ def test_kernel_cmdline_zfs_root_survives():
     assert edit_tokens(tokens, WANT) == tokens, "already has both: nothing to change"
 
 
-@pytest.mark.parametrize(("name", "code", "loader", "esps"), [
-    ("status-error-uuids-missing-reexec.txt", 2, "grub", 0),
-    ("status-uefi-grub-single-esp.txt", 0, "grub-pbt", 1),
-    ("status-uefi-two-esps-after-clean.txt", 0, "systemd-boot", 2),
-    ("status-uefi-two-esps-warn-missing-uuid.txt", 0, "systemd-boot", 2),
-])
+@pytest.mark.parametrize(
+    ("name", "code", "loader", "esps"),
+    [
+        ("status-error-uuids-missing-reexec.txt", 2, "grub", 0),
+        ("status-uefi-grub-single-esp.txt", 0, "grub-pbt", 1),
+        ("status-uefi-two-esps-after-clean.txt", 0, "systemd-boot", 2),
+        ("status-uefi-two-esps-warn-missing-uuid.txt", 0, "systemd-boot", 2),
+    ],
+)
 def test_proxmox_boot_tool_status(name, code, loader, esps):
     info = parse_boot_tool_status(fixture(f"proxmox-boot-tool/{name}"), code, efi=True)
     assert info.loader == loader and len(info.esps) == esps
@@ -102,14 +110,17 @@ def test_proxmox_boot_tool_status(name, code, loader, esps):
 
 # ``enabled`` needs proof: group assignments or an IOMMU brought up. "DMAR: IOMMU enabled" only echoes
 # intel_iommu=on and "Default domain type" is printed either way, so those logs say nothing (None).
-@pytest.mark.parametrize(("name", "domain", "unknown", "enabled"), [
-    ("intel-dmar-enabled-passthrough-vfio-rtx3090.txt", "Passthrough", (), True),
-    ("pve-intel-grep-iommu-passthrough-cmdline.txt", "Passthrough", (), True),
-    ("default-domain-translated-lazy.txt", "Translated", (), None),
-    ("pve-amd-unknown-option-on-acs-override.txt", None, ("on",), True),
-    ("amd-vi-unknown-option-on-virtual-apic.txt", None, ("on",), True),
-    ("pve-intel-grep-iommu-dmar-enabled-6.8.txt", None, (), None),
-])
+@pytest.mark.parametrize(
+    ("name", "domain", "unknown", "enabled"),
+    [
+        ("intel-dmar-enabled-passthrough-vfio-rtx3090.txt", "Passthrough", (), True),
+        ("pve-intel-grep-iommu-passthrough-cmdline.txt", "Passthrough", (), True),
+        ("default-domain-translated-lazy.txt", "Translated", (), None),
+        ("pve-amd-unknown-option-on-acs-override.txt", None, ("on",), True),
+        ("amd-vi-unknown-option-on-virtual-apic.txt", None, ("on",), True),
+        ("pve-intel-grep-iommu-dmar-enabled-6.8.txt", None, (), None),
+    ],
+)
 def test_dmesg_iommu(name, domain, unknown, enabled):
     state = parse_dmesg_iommu(fixture(f"dmesg/{name}"))
     assert state.default_domain == domain
@@ -136,11 +147,14 @@ def test_lspci_audio_functions_are_not_gpus():
     assert len(devices) == 2 and len(nvidia_gpus(devices)) == 1
 
 
-@pytest.mark.parametrize(("name", "version", "is_open"), [
-    ("proc-driver-nvidia-version-open-565-ubuntu.txt", "565.57.01", True),
-    ("proc-driver-nvidia-version-open-525-arch-trailing-spaces.txt", "525.60.11", True),
-    ("proc-driver-nvidia-version-proprietary-384-trailing-space.txt", "384.98", False),
-])
+@pytest.mark.parametrize(
+    ("name", "version", "is_open"),
+    [
+        ("proc-driver-nvidia-version-open-565-ubuntu.txt", "565.57.01", True),
+        ("proc-driver-nvidia-version-open-525-arch-trailing-spaces.txt", "525.60.11", True),
+        ("proc-driver-nvidia-version-proprietary-384-trailing-space.txt", "384.98", False),
+    ],
+)
 def test_nvidia_version(name, version, is_open):
     mod = parse_nvidia_version(fixture(f"nvidia/{name}"))
     assert (mod.version, mod.open) == (version, is_open)

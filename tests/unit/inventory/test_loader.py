@@ -5,8 +5,8 @@ import pytest
 
 from gpuhost.errors import InventoryError, SecretError
 from gpuhost.inventory.loader import load_inventory
-from gpuhost.secrets import read_secret
 from gpuhost.redact import redact
+from gpuhost.secrets import read_secret
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -59,16 +59,37 @@ def test_select_by_group_node_and_all(tmp_path):
         inv.select("nope")
 
 
-@pytest.mark.parametrize(("text", "line", "field", "msg"), [
-    ("nodes:\n  a:\n    address: 1.2.3.4\n    ssh:\n      prot: 22\n", 5, "nodes.a.ssh.prot", "unknown field"),
-    ("nodes:\n  a:\n    address: 1.2.3.4\n    ssh:\n      port: 70000\n", 5, "nodes.a.ssh.port", "less than or equal"),
-    ("nodes:\n  a:\n    adress: 1.2.3.4\n", 3, "nodes.a.adress", "unknown field"),
-    ("nodes:\n  a:\n    address: 1.2.3.4\n    ssh: {host_key_policy: yolo}\n", 4,
-     "nodes.a.ssh.host_key_policy", "'strict' or 'accept-new'"),
-    ("nodes:\n  a:\n    address: 1.2.3.4\n    containers:\n      5: {}\n", 4, "nodes.a.containers",
-     "outside PVE's range"),
-    ("nodes:\n  a:\n    address: 1.2.3.4\ngroups:\n  g: {nodes: [a, b]}\n", 5, "groups.g.nodes", "unknown node 'b'"),
-])
+@pytest.mark.parametrize(
+    ("text", "line", "field", "msg"),
+    [
+        ("nodes:\n  a:\n    address: 1.2.3.4\n    ssh:\n      prot: 22\n", 5, "nodes.a.ssh.prot", "unknown field"),
+        (
+            "nodes:\n  a:\n    address: 1.2.3.4\n    ssh:\n      port: 70000\n",
+            5,
+            "nodes.a.ssh.port",
+            "less than or equal",
+        ),
+        ("nodes:\n  a:\n    adress: 1.2.3.4\n", 3, "nodes.a.adress", "unknown field"),
+        (
+            "nodes:\n  a:\n    address: 1.2.3.4\n    ssh: {host_key_policy: yolo}\n",
+            4,
+            "nodes.a.ssh.host_key_policy",
+            "'strict' or 'accept-new'",
+        ),
+        (
+            "nodes:\n  a:\n    address: 1.2.3.4\n    containers:\n      5: {}\n",
+            4,
+            "nodes.a.containers",
+            "outside PVE's range",
+        ),
+        (
+            "nodes:\n  a:\n    address: 1.2.3.4\ngroups:\n  g: {nodes: [a, b]}\n",
+            5,
+            "groups.g.nodes",
+            "unknown node 'b'",
+        ),
+    ],
+)
 def test_bad_inventory_names_file_line_and_field(tmp_path, text, line, field, msg):
     path = write(tmp_path, text)
     with pytest.raises(InventoryError) as info:
@@ -88,8 +109,10 @@ def test_yaml_syntax_error_names_line(tmp_path):
 
 
 def test_inline_secrets_are_refused(tmp_path):
-    text = ("nodes:\n  a:\n    address: 1.2.3.4\n    api:\n      url: https://a:8006\n"
-            "      token_id: root@pam!x\n      token_secret: 0123-abcd\n")
+    text = (
+        "nodes:\n  a:\n    address: 1.2.3.4\n    api:\n      url: https://a:8006\n"
+        "      token_id: root@pam!x\n      token_secret: 0123-abcd\n"
+    )
     with pytest.raises(InventoryError) as info:
         load_inventory(write(tmp_path, text))
     assert "must not be written in the inventory" in str(info.value)

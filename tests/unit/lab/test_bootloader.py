@@ -20,12 +20,15 @@ def test_grub_cfg_combines_default_and_drop_ins_like_grub_mkconfig(tmp_path: Pat
     root = _root(tmp_path)
     (root / "etc/default/grub.d").mkdir()
     (root / "etc/default/grub.d/90-gpuhost.cfg").write_text(
-        'GRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT iommu=pt"\n')
+        'GRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT iommu=pt"\n'
+    )
     bootloader.write_grub_cfg(root, KERNEL)
     cfg = (root / "boot/grub/grub.cfg").read_text()
     assert f"\tlinux\t/boot/vmlinuz-{KERNEL} root=/dev/mapper/pve-root ro quiet iommu=pt\n" in cfg
-    assert bootloader.booted_cmdline(root, "grub", KERNEL) == \
-        f"BOOT_IMAGE=/boot/vmlinuz-{KERNEL} root=/dev/mapper/pve-root ro quiet iommu=pt"
+    assert (
+        bootloader.booted_cmdline(root, "grub", KERNEL)
+        == f"BOOT_IMAGE=/boot/vmlinuz-{KERNEL} root=/dev/mapper/pve-root ro quiet iommu=pt"
+    )
 
 
 def test_grub_node_ignores_file_edits_until_update_grub(tmp_path: Path) -> None:
@@ -40,11 +43,12 @@ def test_systemd_boot_uses_the_first_esp_entry_of_the_last_refresh(tmp_path: Pat
     (root / "etc/kernel").mkdir(parents=True)
     (root / "etc/kernel/cmdline").write_text("root=ZFS=rpool/ROOT/pve-1 boot=zfs\n")
     (root / "etc/kernel/proxmox-boot-uuids").write_text("# generated\nAAAA-0001\nBBBB-0002\n")
-    assert bootloader.booted_cmdline(root, "systemd-boot", KERNEL) == ""      # never refreshed: nothing bootable
+    assert bootloader.booted_cmdline(root, "systemd-boot", KERNEL) == ""  # never refreshed: nothing bootable
     assert bootloader.refresh_esps(root, KERNEL) == ["AAAA-0001", "BBBB-0002"]
     (root / "etc/kernel/cmdline").write_text("root=ZFS=rpool/ROOT/pve-1 boot=zfs iommu=pt\n")
     assert bootloader.booted_cmdline(root, "systemd-boot", KERNEL) == (
-        f"initrd=\\EFI\\proxmox\\{KERNEL}\\initrd.img-{KERNEL} root=ZFS=rpool/ROOT/pve-1 boot=zfs")
+        f"initrd=\\EFI\\proxmox\\{KERNEL}\\initrd.img-{KERNEL} root=ZFS=rpool/ROOT/pve-1 boot=zfs"
+    )
     bootloader.refresh_esps(root, KERNEL)
     assert bootloader.booted_cmdline(root, "systemd-boot", KERNEL).endswith("boot=zfs iommu=pt")
 

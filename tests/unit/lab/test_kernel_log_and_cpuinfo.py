@@ -3,8 +3,10 @@ from __future__ import annotations
 from gpuhost.lab import kernel_log
 from gpuhost.lab.cpuinfo import rebadge
 
-HOST = ("processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 85\n"
-        "model name\t: Intel(R) Xeon(R)\nflags\t\t: fpu vme vmx sse\n\n")
+HOST = (
+    "processor\t: 0\nvendor_id\t: GenuineIntel\ncpu family\t: 6\nmodel\t\t: 85\n"
+    "model name\t: Intel(R) Xeon(R)\nflags\t\t: fpu vme vmx sse\n\n"
+)
 
 
 def test_cpuinfo_is_rebadged_with_the_vendor_and_its_virtualisation_flag() -> None:

@@ -30,15 +30,26 @@ def test_machine_types() -> None:
 def test_legacy_pci_addresses_for_non_pcie_devices() -> None:
     argv = kvm_cmdline.build(100, {"hostpci0": "0000:01:00.0", "hostpci2": "0000:02:00.0"})
     devices = [a for a in argv if a.startswith("vfio-pci")]
-    assert devices == ["vfio-pci,host=0000:01:00.0,id=hostpci0,bus=pci.0,addr=0x10",
-                       "vfio-pci,host=0000:02:00.0,id=hostpci2,bus=pci.0,addr=0x1b"]
+    assert devices == [
+        "vfio-pci,host=0000:01:00.0,id=hostpci0,bus=pci.0,addr=0x10",
+        "vfio-pci,host=0000:02:00.0,id=hostpci2,bus=pci.0,addr=0x1b",
+    ]
 
 
 def test_args_come_last_and_keep_their_words() -> None:
-    argv = kvm_cmdline.build(100, {"machine": "q35", "args": "-set device.hostpci0.x-nv-gpudirect-clique=0 "
-                                                           "-set device.hostpci1.x-nv-gpudirect-clique=0"})
-    assert argv[-4:] == ["-set", "device.hostpci0.x-nv-gpudirect-clique=0",
-                         "-set", "device.hostpci1.x-nv-gpudirect-clique=0"]
+    argv = kvm_cmdline.build(
+        100,
+        {
+            "machine": "q35",
+            "args": "-set device.hostpci0.x-nv-gpudirect-clique=0 -set device.hostpci1.x-nv-gpudirect-clique=0",
+        },
+    )
+    assert argv[-4:] == [
+        "-set",
+        "device.hostpci0.x-nv-gpudirect-clique=0",
+        "-set",
+        "device.hostpci1.x-nv-gpudirect-clique=0",
+    ]
 
 
 def test_mapping_without_node_mapping_is_an_error() -> None:

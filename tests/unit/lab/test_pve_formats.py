@@ -15,38 +15,56 @@ def test_good_hostnames(name):
 def test_bad_hostnames_fail_with_pves_text(name):
     with pytest.raises(PveError) as info:
         lxc.check_params({"hostname": name})
-    assert info.value.cli_text() == ("400 Parameter verification failed.\n"
-                                     "hostname: invalid format - value does not look like a valid DNS name\n")
+    assert info.value.cli_text() == (
+        "400 Parameter verification failed.\nhostname: invalid format - value does not look like a valid DNS name\n"
+    )
 
 
-@pytest.mark.parametrize("rootfs", ["local-lvm:8", "local-zfs:4,size=4G", "local-lvm:vm-105-disk-0,size=8G",
-                                    "local-zfs:subvol-105-disk-0", "volume=local-lvm:8,acl=1"])
+@pytest.mark.parametrize(
+    "rootfs",
+    [
+        "local-lvm:8",
+        "local-zfs:4,size=4G",
+        "local-lvm:vm-105-disk-0,size=8G",
+        "local-zfs:subvol-105-disk-0",
+        "volume=local-lvm:8,acl=1",
+    ],
+)
 def test_good_rootfs(rootfs):
     lxc.check_params({"rootfs": rootfs})
 
 
-@pytest.mark.parametrize("rootfs, text", [
-    ("local-lvm:8;touch /tmp/x", "unable to parse lvm volume name '8;touch /tmp/x'"),
-    ("local-lvm:$(reboot)", "unable to parse lvm volume name '$(reboot)'"),
-    ("local-zfs:../../etc", "contains illegal character sequences"),
-    ("local-lvm:vm-1-disk-0/../x", "contains illegal character sequences"),
-    ("local-lvm:8,size=8G`id`", "unable to parse size"),
-    ("local-lvm:8,evil=1", "invalid key in comma-separated list property: evil"),
-    ("nowhere:8", "storage 'nowhere' does not exist"),
-    ("9bad:vm-1-disk-0", "unable to parse volume ID"),
-])
+@pytest.mark.parametrize(
+    "rootfs, text",
+    [
+        ("local-lvm:8;touch /tmp/x", "unable to parse lvm volume name '8;touch /tmp/x'"),
+        ("local-lvm:$(reboot)", "unable to parse lvm volume name '$(reboot)'"),
+        ("local-zfs:../../etc", "contains illegal character sequences"),
+        ("local-lvm:vm-1-disk-0/../x", "contains illegal character sequences"),
+        ("local-lvm:8,size=8G`id`", "unable to parse size"),
+        ("local-lvm:8,evil=1", "invalid key in comma-separated list property: evil"),
+        ("nowhere:8", "storage 'nowhere' does not exist"),
+        ("9bad:vm-1-disk-0", "unable to parse volume ID"),
+    ],
+)
 def test_bad_rootfs(rootfs, text):
     with pytest.raises(PveError) as info:
         lxc.check_params({"rootfs": rootfs})
     assert text in info.value.cli_text()
 
 
-@pytest.mark.parametrize("ostemplate, text", [
-    ("local:vztmpl/../../../etc/shadow.tar.zst", "unable to parse directory volume name 'vztmpl/../../../etc/shadow"),
-    ("local:vztmpl/sub/x.tar.zst", "unable to parse directory volume name"),
-    ("local:vztmpl/x.tar.zst;id", "unable to parse directory volume name"),
-    ("/var/lib/vz/template/cache/../../../../etc/x", "illegal character sequences"),
-])
+@pytest.mark.parametrize(
+    "ostemplate, text",
+    [
+        (
+            "local:vztmpl/../../../etc/shadow.tar.zst",
+            "unable to parse directory volume name 'vztmpl/../../../etc/shadow",
+        ),
+        ("local:vztmpl/sub/x.tar.zst", "unable to parse directory volume name"),
+        ("local:vztmpl/x.tar.zst;id", "unable to parse directory volume name"),
+        ("/var/lib/vz/template/cache/../../../../etc/x", "illegal character sequences"),
+    ],
+)
 def test_template_volids_with_dotdot_are_refused(ostemplate, text):
     with pytest.raises(PveError) as info:
         lxc._template_path(ostemplate)
@@ -64,5 +82,7 @@ def test_mp_string_rules_match_pve_container():
 def test_a_good_template_volid_maps_into_the_template_cache(monkeypatch, tmp_path):
     monkeypatch.setattr(lxc, "TEMPLATE_DIR", str(tmp_path))
     (tmp_path / "debian-12-standard_12.7-1_amd64.tar.zst").write_bytes(b"")
-    assert lxc._template_path("local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst") == \
-        f"{tmp_path}/debian-12-standard_12.7-1_amd64.tar.zst"
+    assert (
+        lxc._template_path("local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst")
+        == f"{tmp_path}/debian-12-standard_12.7-1_amd64.tar.zst"
+    )

@@ -28,8 +28,9 @@ def test_token_is_refused_raw_hostpci_args_and_dev() -> None:
 
 
 def test_token_may_use_mapped_devices_and_ordinary_keys() -> None:
-    schema.check_vm_modify_perm(TOKEN, ["hostpci0", "memory", "machine", "net0"],
-                                {"hostpci0": "mapping=gpu0,pcie=1", "memory": "4096"}, {})
+    schema.check_vm_modify_perm(
+        TOKEN, ["hostpci0", "memory", "machine", "net0"], {"hostpci0": "mapping=gpu0,pcie=1", "memory": "4096"}, {}
+    )
 
 
 def test_token_may_not_delete_a_raw_hostpci_either() -> None:
@@ -41,8 +42,9 @@ def test_unknown_and_raw_lxc_keys_are_not_in_the_schema() -> None:
     with pytest.raises(PveError) as info:
         schema.check_key("lxc", "lxc.cgroup2.devices.allow")
     assert info.value.http_status == 400
-    assert info.value.errors == {"lxc.cgroup2.devices.allow":
-                                 "property is not defined in schema and the schema does not allow additional properties"}
+    assert info.value.errors == {
+        "lxc.cgroup2.devices.allow": "property is not defined in schema and the schema does not allow additional properties"
+    }
 
 
 def test_dev_paths_must_be_under_dev() -> None:

@@ -20,12 +20,18 @@ def table(version: str) -> dict[str, object]:
     return json.loads(wheels.flags_file(version).read_text())
 
 
-@pytest.mark.parametrize(("argv", "error"), [
-    (["--pp", "2"], "ambiguous option: --pp could match --pp-size, --pp-max-micro-batch-size, --pp-async-batch-depth"),
-    (["--enable-nan-detection"], "unrecognized arguments: --enable-nan-detection"),
-    (["--moe-runner-backend", "b12x"], "argument --moe-runner-backend: invalid choice: 'b12x'"),
-    (["--tp-size", "eight"], "argument --tp-size/--tensor-parallel-size: invalid int value: 'eight'"),
-])
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (
+            ["--pp", "2"],
+            "ambiguous option: --pp could match --pp-size, --pp-max-micro-batch-size, --pp-async-batch-depth",
+        ),
+        (["--enable-nan-detection"], "unrecognized arguments: --enable-nan-detection"),
+        (["--moe-runner-backend", "b12x"], "argument --moe-runner-backend: invalid choice: 'b12x'"),
+        (["--tp-size", "eight"], "argument --tp-size/--tensor-parallel-size: invalid int value: 'eight'"),
+    ],
+)
 def test_parser_fails_like_sglang_0523(argv: list[str], error: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         argtable.build_parser(table("0.5.23")).parse_args(argv)
@@ -37,14 +43,16 @@ def test_parser_accepts_the_suggested_profile_and_prefixes() -> None:
     args = argtable.build_parser(table("0.5.23")).parse_args(
         "--model-path m --tp 8 --dp 1 --quantization modelopt_fp4 --kv-cache-dtype fp8_e4m3 "
         "--moe-runner-backend flashinfer_cutlass --disable-shared-experts-fusion --reasoning-parser glm45 "
-        "--tool-call-parser glm47 --cuda-graph-max-bs-decode 64 --enable-metrics --no-enable-tf32-matmul".split())
+        "--tool-call-parser glm47 --cuda-graph-max-bs-decode 64 --enable-metrics --no-enable-tf32-matmul".split()
+    )
     assert (args.tp_size, args.kv_cache_dtype, args.cuda_graph_max_bs_decode) == (8, "fp8_e4m3", 64)
     assert args.enable_metrics is True and args.enable_tf32_matmul is False and args.port == 30000
 
 
 def test_old_table_still_knows_the_flags_0523_dropped() -> None:
     args = argtable.build_parser(table("0.5.8.post1")).parse_args(
-        ["--model-path", "m", "--cuda-graph-max-bs", "8", "--nsa-decode-backend", "fa3", "--enable-nan-detection"])
+        ["--model-path", "m", "--cuda-graph-max-bs", "8", "--nsa-decode-backend", "fa3", "--enable-nan-detection"]
+    )
     assert (args.cuda_graph_max_bs, args.nsa_decode_backend, args.enable_nan_detection) == (8, "fa3", True)
 
 
@@ -52,7 +60,7 @@ def test_answers_are_deterministic_and_respect_max_tokens() -> None:
     assert engine.answer_for("What is 17*23? Answer with just the number.")[1] == "391"
     assert engine.answer_for("What is the capital of France?")[1] == "Paris"
     short = engine.complete("What is 2+2?", 3, thinking=True)
-    assert short.content == [] and short.finish_reason == "length"     # all budget spent on reasoning
+    assert short.content == [] and short.finish_reason == "length"  # all budget spent on reasoning
     assert "".join(engine.complete("What is 2+2?", None, thinking=True).content).strip() == "4"
     assert engine.complete("x", 50, thinking=False, ignore_eos=True).completion_tokens == 50
 
@@ -72,11 +80,32 @@ def test_wheels_embed_their_flag_table_and_the_index_links_them(tmp_path: Path) 
 
 
 def test_power_rises_with_requests_in_flight() -> None:
-    gpu = Gpu.from_dict({"index": 3, "bdf": "0000:41:00.0", "name": "RTX", "device_id": "2bb5", "subsys_id": "204e",
-                         "uuid": "GPU-x", "serial": "1", "vbios": "v", "memory_mib": 97887, "bar1_mib": 131072,
-                         "arch": "Blackwell", "compute_cap": "12.0", "numa": 0, "cpulist": "0-7",
-                         "root_complex": 0, "switch": None, "gen_max": 5, "width_max": 16, "idle_gen": 1,
-                         "irq": 100, "needs_open_module": True, "power_limit_w": 600})
+    gpu = Gpu.from_dict(
+        {
+            "index": 3,
+            "bdf": "0000:41:00.0",
+            "name": "RTX",
+            "device_id": "2bb5",
+            "subsys_id": "204e",
+            "uuid": "GPU-x",
+            "serial": "1",
+            "vbios": "v",
+            "memory_mib": 97887,
+            "bar1_mib": 131072,
+            "arch": "Blackwell",
+            "compute_cap": "12.0",
+            "numa": 0,
+            "cpulist": "0-7",
+            "root_complex": 0,
+            "switch": None,
+            "gen_max": 5,
+            "width_max": 16,
+            "idle_gen": 1,
+            "irq": 100,
+            "needs_open_module": True,
+            "power_limit_w": 600,
+        }
+    )
     idle = load.power(gpu, load.Load())
     assert 80 <= idle <= 90
     assert idle < load.power(gpu, load.Load(inflight=4)) < load.power(gpu, load.Load(inflight=16)) <= 600

@@ -13,8 +13,9 @@ def test_command_guards(tmp_path):
     host.invalidate_facts()
     assert op.plan(host).reason == f"{marker} exists"
     assert not Command.from_dict({"cmd": "false", "unless": "true"}).plan(host).changes
-    assert Command.from_dict({"cmd": "x", "removes": str(tmp_path / "nope")}).plan(host).reason.endswith(
-        "does not exist")
+    assert (
+        Command.from_dict({"cmd": "x", "removes": str(tmp_path / "nope")}).plan(host).reason.endswith("does not exist")
+    )
 
 
 # Captured on a Debian 12 machine: dpkg-query -W -f '${Package}\t${Version}\t${db:Status-Abbrev}\n' ...

@@ -42,5 +42,6 @@ def test_plan_on_real_file(tmp_path: Path):
 
 def test_bad_module_name_is_refused():
     import pytest
+
     with pytest.raises(ValueError, match="not a kernel module name"):
         ModuleList.from_dict({"modules": ["vfio pci"]})

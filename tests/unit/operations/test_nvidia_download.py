@@ -56,13 +56,23 @@ def test_good_download_lands_and_is_reused(fake_curl, monkeypatch):
     LocalConnection().run(download_command(args))
     path = fake_curl / "cache" / "NVIDIA-Linux-x86_64-580.95.05.run"
     assert path.read_bytes() == b"the real installer"
-    monkeypatch.setenv("SERVED", "other")                   # a second run does not download again
+    monkeypatch.setenv("SERVED", "other")  # a second run does not download again
     LocalConnection().run(download_command(args))
     assert path.read_bytes() == b"the real installer"
 
 
-@pytest.mark.parametrize("url", ["ftp://x/y.run", "https://x/a b.run", "https://x/a\n.run", "https://x/\x07",
-                                 "https://x/a\tb", "javascript:alert(1)", "https://"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "ftp://x/y.run",
+        "https://x/a b.run",
+        "https://x/a\n.run",
+        "https://x/\x07",
+        "https://x/a\tb",
+        "javascript:alert(1)",
+        "https://",
+    ],
+)
 def test_bad_urls_are_refused(url):
     with pytest.raises(ValidationError):
         NvidiaDriverArgs(version="580.95.05", url=url, sha256="a" * 64)

@@ -39,7 +39,9 @@ def test_json_output_is_one_object_with_verdicts_per_pair() -> None:
     out = json.loads(r.output)
     assert out["schema"] == "gpuhost.verify-p2p/2" and out["verdict"] == "PASS"
     assert {(p["src"], p["dst"], p["path"], p["verdict"]) for p in out["pairs"]} == {
-        (0, 1, "nvlink", "PASS"), (1, 0, "nvlink", "PASS")}
+        (0, 1, "nvlink", "PASS"),
+        (1, 0, "nvlink", "PASS"),
+    }
     assert out["report"]["schema_version"] == 1
 
 

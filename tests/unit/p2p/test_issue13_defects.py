@@ -59,8 +59,12 @@ def test_topo_m_has_a_reader_and_its_link_types_reach_the_judge() -> None:
 
 def _nvlink_pair(latency: float | None = None, uni: float | None = None, topology: str | None = "NV18") -> Evidence:
     gpus = [GpuEvidence(index=i, name="NVIDIA H100 80GB HBM3") for i in range(2)]
-    pairs = [PairEvidence(src=i, dst=1 - i, topology=topology, can_access_peer=True,
-                          p2p=PathFigures(uni_gbps=uni, latency_us=latency)) for i in range(2)]
+    pairs = [
+        PairEvidence(
+            src=i, dst=1 - i, topology=topology, can_access_peer=True, p2p=PathFigures(uni_gbps=uni, latency_us=latency)
+        )
+        for i in range(2)
+    ]
     return Evidence(source="test", gpus=gpus, pairs=pairs)
 
 
@@ -112,13 +116,30 @@ def test_nvbandwidth_read_matrix_is_not_titled_p2p_writes() -> None:
 
 def test_p2p_checks_are_registered_with_the_shared_registry() -> None:
     names = set(registered())
-    assert {"p2p-status", "p2p-latency", "uni-bandwidth", "bidi-bandwidth", "integrity", "p2p-waived",
-            "nccl", "host-link"} <= names
+    assert {
+        "p2p-status",
+        "p2p-latency",
+        "uni-bandwidth",
+        "bidi-bandwidth",
+        "integrity",
+        "p2p-waived",
+        "nccl",
+        "host-link",
+    } <= names
     assert registered()["p2p-waived"].group == "p2p"
 
 
 def test_waived_test_passes_when_p2p_is_not_expected() -> None:
-    r = runner.invoke(app, ["verify", "p2p", "--json", "--no-expect-p2p", "--from-file",
-                            str(fixture("nvbandwidth_2x-rtx2080ti_v0.2_waived.txt"))])
+    r = runner.invoke(
+        app,
+        [
+            "verify",
+            "p2p",
+            "--json",
+            "--no-expect-p2p",
+            "--from-file",
+            str(fixture("nvbandwidth_2x-rtx2080ti_v0.2_waived.txt")),
+        ],
+    )
     out = json.loads(r.output)
     assert r.exit_code == 0 and out["machine"][0]["level"] == "PASS" and "as expected" in out["machine"][0]["message"]

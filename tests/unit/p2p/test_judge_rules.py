@@ -11,20 +11,46 @@ from gpuhost.p2p.judge import Level, judge
 
 
 def _gen5_gpu(i: int, **kw: object) -> GpuEvidence:
-    base: dict[str, object] = dict(index=i, name="NVIDIA RTX PRO 6000 Blackwell Server Edition",
-                                   bus_id=f"00000000:{i + 1:02X}:00.0", compute_capability="12.0", pcie_gen_max=5,
-                                   pcie_width_max=16, pcie_gen_load=5, pcie_width_load=16, bar1_bytes=128 << 30,
-                                   h2d_gbps=55.0, d2h_gbps=55.0)
+    base: dict[str, object] = dict(
+        index=i,
+        name="NVIDIA RTX PRO 6000 Blackwell Server Edition",
+        bus_id=f"00000000:{i + 1:02X}:00.0",
+        compute_capability="12.0",
+        pcie_gen_max=5,
+        pcie_width_max=16,
+        pcie_gen_load=5,
+        pcie_width_load=16,
+        bar1_bytes=128 << 30,
+        h2d_gbps=55.0,
+        d2h_gbps=55.0,
+    )
     base.update(kw)
     return GpuEvidence(**base)  # type: ignore[arg-type]
 
 
-def _machine(p2p: PathFigures | None, staged: PathFigures | None = None, *, status: str = "OK",
-             can: bool | None = True, in_vm: bool | None = False, container: str | None = None,
-             topology: str = "NODE", **gpu_kw: object) -> Evidence:
-    pairs = [PairEvidence(src=s, dst=d, nvml_status={"read": status, "write": status, "nvlink": "NS"},
-                          topology=topology, can_access_peer=can, p2p=p2p, staged=staged)
-             for s, d in ((0, 1), (1, 0))]
+def _machine(
+    p2p: PathFigures | None,
+    staged: PathFigures | None = None,
+    *,
+    status: str = "OK",
+    can: bool | None = True,
+    in_vm: bool | None = False,
+    container: str | None = None,
+    topology: str = "NODE",
+    **gpu_kw: object,
+) -> Evidence:
+    pairs = [
+        PairEvidence(
+            src=s,
+            dst=d,
+            nvml_status={"read": status, "write": status, "nvlink": "NS"},
+            topology=topology,
+            can_access_peer=can,
+            p2p=p2p,
+            staged=staged,
+        )
+        for s, d in ((0, 1), (1, 0))
+    ]
     return Evidence("probe", [_gen5_gpu(0, **gpu_kw), _gen5_gpu(1, **gpu_kw)], pairs, in_vm=in_vm, container=container)
 
 
@@ -74,8 +100,13 @@ def test_gns_explains_that_the_gpu_model_has_no_p2p() -> None:
 
 
 def test_corrupted_peer_data_fails_even_when_fast() -> None:
-    bad = PathFigures(55.0, 110.0, 0.4, integrity_checked=20,
-                      integrity_failures=["GPU0->GPU1: first wrong byte at offset 0 of 268435456 (100% zeros)"])
+    bad = PathFigures(
+        55.0,
+        110.0,
+        0.4,
+        integrity_checked=20,
+        integrity_failures=["GPU0->GPU1: first wrong byte at offset 0 of 268435456 (100% zeros)"],
+    )
     ev = _machine(bad, STAGED)
     v = judge(ev)
     assert v.level == Level.FAIL

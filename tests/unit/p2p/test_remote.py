@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ctypes.util
-import os
 import shutil
 import stat
 import sys
@@ -15,8 +14,9 @@ from gpuhost.connection.local import LocalConnection
 from gpuhost.errors import ProbeError
 from gpuhost.p2p.remote import ProbeOptions, run_probe
 
-no_driver_only = pytest.mark.skipif(ctypes.util.find_library("cuda") is not None,
-                                    reason="an NVIDIA driver is installed here")
+no_driver_only = pytest.mark.skipif(
+    ctypes.util.find_library("cuda") is not None, reason="an NVIDIA driver is installed here"
+)
 
 FAKE_PCT = """#!/bin/sh
 # Stand-in for Proxmox's pct: push/pull copy, 'exec CTID -- CMD...' runs CMD (the "CT" is this machine).

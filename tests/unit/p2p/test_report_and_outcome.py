@@ -50,12 +50,27 @@ def test_unknown_keys_survive_a_round_trip() -> None:
 
 def test_cannot_run_exits_2_with_what_is_missing_and_what_nvml_saw() -> None:
     data = {
-        "schema_version": 1, "tool": "gpuhost-probe", "status": "cannot_run",
-        "errors": [{"stage": "cuda", "message": "cuInit failed: CUDA_ERROR_UNKNOWN (999): unknown error",
-                    "hint": "in an LXC this usually means /dev/nvidia-uvm is missing"}],
-        "gpus": [{"index": 0, "measured": False, "name": "NVIDIA H200", "bus_id": "00000000:00:06.0",
-                  "pcie": {"gen_max": 5, "width_max": 16}}],
-        "pairs": [], "nvidia_smi": {"available": True, "query": {"exit_code": 0, "output": "0, NVIDIA H200"}},
+        "schema_version": 1,
+        "tool": "gpuhost-probe",
+        "status": "cannot_run",
+        "errors": [
+            {
+                "stage": "cuda",
+                "message": "cuInit failed: CUDA_ERROR_UNKNOWN (999): unknown error",
+                "hint": "in an LXC this usually means /dev/nvidia-uvm is missing",
+            }
+        ],
+        "gpus": [
+            {
+                "index": 0,
+                "measured": False,
+                "name": "NVIDIA H200",
+                "bus_id": "00000000:00:06.0",
+                "pcie": {"gen_max": 5, "width_max": 16},
+            }
+        ],
+        "pairs": [],
+        "nvidia_smi": {"available": True, "query": {"exit_code": 0, "output": "0, NVIDIA H200"}},
         "host": {"device_nodes": ["nvidia0", "nvidiactl"]},
     }
     out = outcome_from_report("node1 CT 101", parse_report(data), Settings())

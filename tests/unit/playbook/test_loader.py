@@ -23,18 +23,28 @@ def test_example_playbook_loads():
     assert [h.name for h in play.handlers] == ["update initramfs"]
 
 
-@pytest.mark.parametrize(("text", "line", "field", "msg"), [
-    ("- hosts: all\n  tasks:\n    - name: x\n      lineinfile: {path: /a}\n", 4, "lineinfile", "unknown operation"),
-    ("- hosts: all\n  tasks:\n    - name: x\n      line:\n        path: /a\n        lin: b\n", 6, "line.lin",
-     "unknown field"),
-    ("- hosts: all\n  tasks:\n    - copy: {dest: /a, content: x}\n      command: {cmd: y}\n", 3, None,
-     "exactly one operation"),
-    ("- tasks: []\n", 1, "hosts", "needs 'hosts'"),
-    ("- hosts: all\n  taks: []\n", 2, "taks", "unknown field"),
-    ("- hosts: all\n  roles: [no_such_role]\n", 2, "roles", "unknown role 'no_such_role'"),
-    ("- hosts: all\n  tasks:\n    - copy: {dest: /a, content: x, mode: rw}\n", 3, "copy.mode",
-     "octal mode"),
-])
+@pytest.mark.parametrize(
+    ("text", "line", "field", "msg"),
+    [
+        ("- hosts: all\n  tasks:\n    - name: x\n      lineinfile: {path: /a}\n", 4, "lineinfile", "unknown operation"),
+        (
+            "- hosts: all\n  tasks:\n    - name: x\n      line:\n        path: /a\n        lin: b\n",
+            6,
+            "line.lin",
+            "unknown field",
+        ),
+        (
+            "- hosts: all\n  tasks:\n    - copy: {dest: /a, content: x}\n      command: {cmd: y}\n",
+            3,
+            None,
+            "exactly one operation",
+        ),
+        ("- tasks: []\n", 1, "hosts", "needs 'hosts'"),
+        ("- hosts: all\n  taks: []\n", 2, "taks", "unknown field"),
+        ("- hosts: all\n  roles: [no_such_role]\n", 2, "roles", "unknown role 'no_such_role'"),
+        ("- hosts: all\n  tasks:\n    - copy: {dest: /a, content: x, mode: rw}\n", 3, "copy.mode", "octal mode"),
+    ],
+)
 def test_bad_playbook_names_line_and_field(tmp_path, text, line, field, msg):
     path = write(tmp_path, text)
     with pytest.raises(PlaybookError) as info:

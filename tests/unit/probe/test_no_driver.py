@@ -26,8 +26,13 @@ def test_missing_libcuda_is_reported_with_the_library_name() -> None:
 
 @no_driver_only
 def test_module_run_prints_json_naming_what_is_missing() -> None:
-    out = subprocess.run([sys.executable, "-m", "gpuhost.probe", "--nccl", "off"], capture_output=True,
-                         text=True, env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"}, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "gpuhost.probe", "--nccl", "off"],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"},
+        timeout=60,
+    )
     assert out.returncode == 2
     report = json.loads(out.stdout)
     assert report["schema_version"] == SCHEMA_VERSION
@@ -44,8 +49,9 @@ def test_zipapp_runs_from_a_copied_directory_with_its_own_pynvml(tmp_path: Path)
     pyz = tmp_path / "probe.pyz"
     pyz.write_bytes(build_probe_zip())
     # -I: isolated, so neither gpuhost nor a pynvml from this venv can be imported.
-    out = subprocess.run([sys.executable, "-I", str(pyz), "--nccl", "off"], capture_output=True, text=True,
-                         cwd=tmp_path, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-I", str(pyz), "--nccl", "off"], capture_output=True, text=True, cwd=tmp_path, timeout=60
+    )
     assert out.returncode == 2, out.stderr
     report = json.loads(out.stdout)
     nvml = next(e["message"] for e in report["errors"] if e["stage"] == "nvml")
@@ -55,8 +61,13 @@ def test_zipapp_runs_from_a_copied_directory_with_its_own_pynvml(tmp_path: Path)
 
 
 def test_bad_arguments_are_refused() -> None:
-    out = subprocess.run([sys.executable, "-m", "gpuhost.probe", "--lat-reps", "5000"], capture_output=True,
-                         text=True, env={"PYTHONPATH": str(SRC)}, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "gpuhost.probe", "--lat-reps", "5000"],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(SRC)},
+        timeout=60,
+    )
     assert out.returncode == 2
     assert "queue" in out.stderr
 

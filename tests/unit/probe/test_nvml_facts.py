@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import pynvml
 from typing import Any
+
+import pynvml
 
 from gpuhost.probe.nvml_facts import P2P_INDEXES, Nvml
 

@@ -57,8 +57,14 @@ def test_without_peer_access_only_the_staged_path_is_measured() -> None:
 def test_with_peer_access_each_pair_is_enabled_measured_both_ways_then_disabled() -> None:
     bench = FakeBench(2, can=True)
     probe = _run(bench)
-    assert bench.calls == [("copies", 0, 1, "staged"), ("copies", 1, 0, "staged"), ("peer", 0, 1, True),
-                           ("copies", 0, 1, "peer"), ("copies", 1, 0, "peer"), ("peer", 0, 1, False)]
+    assert bench.calls == [
+        ("copies", 0, 1, "staged"),
+        ("copies", 1, 0, "staged"),
+        ("peer", 0, 1, True),
+        ("copies", 0, 1, "peer"),
+        ("copies", 1, 0, "peer"),
+        ("peer", 0, 1, False),
+    ]
     assert all(p["p2p"] == {"uni": {"value": 1.0}} for p in probe.report["pairs"])
     assert bench.peer_on == set()
 

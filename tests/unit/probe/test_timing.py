@@ -54,6 +54,7 @@ def _copy(drv: FakeDriver, gate: FakeGate, tag: str) -> Any:
         if drv.block_enqueue_s:
             time.sleep(drv.block_enqueue_s)
         drv.calls.append(("copy", tag, stream, gate._flag.value))
+
     return enqueue
 
 

@@ -122,4 +122,7 @@ def test_unparsable_line_is_a_warning_or_strict_error() -> None:
 
 def test_property_string() -> None:
     assert config.parse_property_string("0000:01:00.0,pcie=1,x-vga=1", "host") == {
-        "host": "0000:01:00.0", "pcie": "1", "x-vga": "1"}
+        "host": "0000:01:00.0",
+        "pcie": "1",
+        "x-vga": "1",
+    }

@@ -1,6 +1,7 @@
-import pytest
 import hashlib
 from pathlib import Path
+
+import pytest
 
 from gpuhost.inventory.loader import load_inventory
 from gpuhost.playbook.loader import load_playbook
@@ -17,7 +18,9 @@ def playbook(tmp_path: Path, body: str) -> Path:
 def test_changes_once_then_converges_and_handler_runs_once(tmp_path):
     d = tmp_path / "etc"
     d.mkdir()
-    book = playbook(tmp_path, f"""
+    book = playbook(
+        tmp_path,
+        f"""
 - hosts: all
   tasks:
     - name: a
@@ -29,7 +32,8 @@ def test_changes_once_then_converges_and_handler_runs_once(tmp_path):
   handlers:
     - name: count
       command: "echo ran >> {d}/handler.log"
-""")
+""",
+    )
     inv = load_inventory(local_inventory(tmp_path, ["h1"]))
     first = run_playbook(load_playbook(book), inv)
     assert first.exit_code == 0
@@ -48,7 +52,9 @@ def test_check_mode_changes_nothing_but_reports_diffs(tmp_path):
     d = tmp_path / "etc"
     d.mkdir()
     (d / "modules").write_text("# header\n")
-    book = playbook(tmp_path, f"""
+    book = playbook(
+        tmp_path,
+        f"""
 - hosts: all
   tasks:
     - module_list: {{path: {d}/modules, modules: [vfio]}}
@@ -57,7 +63,8 @@ def test_check_mode_changes_nothing_but_reports_diffs(tmp_path):
   handlers:
     - name: touch
       command: "touch {d}/handler"
-""")
+""",
+    )
     inv = load_inventory(local_inventory(tmp_path, ["h1"]))
     before = digest(tmp_path)
     report = run_playbook(load_playbook(book), inv, RunOptions(check=True))
@@ -68,40 +75,49 @@ def test_check_mode_changes_nothing_but_reports_diffs(tmp_path):
 
 
 def test_failing_host_stops_alone(tmp_path):
-    book = playbook(tmp_path, """
+    book = playbook(
+        tmp_path,
+        """
 - hosts: all
   tasks:
     - command: {cmd: 'test "{{ inventory_hostname }}" != bad'}
     - command: {cmd: "true"}
-""")
+""",
+    )
     report = run_playbook(load_playbook(book), load_inventory(local_inventory(tmp_path, ["good", "bad"])))
     assert report.exit_code == 1
     assert report.hosts["good"].changed == 2 and report.hosts["good"].failed == 0
     assert report.hosts["bad"].failed == 1 and report.hosts["bad"].changed == 0
     failed = [r for r in report.results if r.status == "failed"][0]
-    assert "exit 1" in failed.error and "test \"bad\" != bad" in failed.error
+    assert "exit 1" in failed.error and 'test "bad" != bad' in failed.error
 
 
 def test_tags_and_limit(tmp_path):
-    book = playbook(tmp_path, f"""
+    book = playbook(
+        tmp_path,
+        f"""
 - hosts: all
   tasks:
     - command: {{cmd: "touch {tmp_path}/{{{{ inventory_hostname }}}}-a"}}
       tags: [a]
     - command: {{cmd: "touch {tmp_path}/{{{{ inventory_hostname }}}}-b"}}
       tags: [b]
-""")
+""",
+    )
     inv = load_inventory(local_inventory(tmp_path, ["h1", "h2"]))
     run_playbook(load_playbook(book), inv, RunOptions(tags=frozenset({"a"}), limit="h2"))
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("h")) == ["h2-a"]
 
 
 def test_reboot_is_never_done_without_consent(tmp_path):
-    book = playbook(tmp_path, """
+    book = playbook(
+        tmp_path,
+        """
 - hosts: all
   tasks:
     - reboot: {reason: kernel command line changed}
-""")
+""",
+    )
     report = run_playbook(load_playbook(book), load_inventory(local_inventory(tmp_path, ["h1"])))
     r = report.results[0]
     assert r.status == "skipped" and "--allow-reboot" in r.reason
@@ -110,20 +126,28 @@ def test_reboot_is_never_done_without_consent(tmp_path):
 
 
 def test_extra_vars_override_everything(tmp_path):
-    book = playbook(tmp_path, f"""
+    book = playbook(
+        tmp_path,
+        f"""
 - hosts: all
   vars: {{name: play}}
   tasks:
     - copy: {{dest: "{tmp_path}/out", content: "{{{{ name }}}}"}}
-""")
-    run_playbook(load_playbook(book), load_inventory(local_inventory(tmp_path, ["h1"], {"name": "inv"})),
-                 RunOptions(extra_vars={"name": "cli"}))
+""",
+    )
+    run_playbook(
+        load_playbook(book),
+        load_inventory(local_inventory(tmp_path, ["h1"], {"name": "inv"})),
+        RunOptions(extra_vars={"name": "cli"}),
+    )
     assert (tmp_path / "out").read_text() == "cli"
 
 
 def test_flush_handlers_runs_notified_handlers_at_that_point(tmp_path):
     log = tmp_path / "log"
-    book = playbook(tmp_path, f"""
+    book = playbook(
+        tmp_path,
+        f"""
 - hosts: all
   tasks:
     - command: {{cmd: "echo task1 >> {log}"}}
@@ -134,17 +158,21 @@ def test_flush_handlers_runs_notified_handlers_at_that_point(tmp_path):
   handlers:
     - name: h
       command: "echo handler >> {log}"
-""")
+""",
+    )
     run_playbook(load_playbook(book), load_inventory(local_inventory(tmp_path, ["h1"])))
     assert log.read_text().split() == ["task1", "handler", "task2", "handler"]
 
 
 def test_inventory_consent_allows_a_reboot_only_for_that_host(tmp_path):
-    book = playbook(tmp_path, """
+    book = playbook(
+        tmp_path,
+        """
 - hosts: all
   tasks:
     - reboot: {reason: test}
-""")
+""",
+    )
     inv_path = local_inventory(tmp_path, ["h1"])
     inv_path.write_text(inv_path.read_text().replace("connection: local", "connection: local\n    allow_reboot: true"))
     report = run_playbook(load_playbook(book), load_inventory(inv_path))
@@ -161,8 +189,9 @@ def test_consent_never_comes_from_variables(tmp_path, where):
     book = playbook(tmp_path, book_text)
     inv_path = local_inventory(tmp_path, ["h1"])
     if where == "inventory vars":
-        inv_path.write_text(inv_path.read_text().replace("connection: local",
-                                                         "connection: local\n    vars: {allow_reboot: true}"))
+        inv_path.write_text(
+            inv_path.read_text().replace("connection: local", "connection: local\n    vars: {allow_reboot: true}")
+        )
     opts = RunOptions(extra_vars={"allow_reboot": True, "allow_restart": True} if where == "-e" else {})
     report = run_playbook(load_playbook(book), load_inventory(inv_path), opts)
     assert report.results[0].status == "skipped"
@@ -172,20 +201,29 @@ def test_consent_never_comes_from_variables(tmp_path, where):
 
 def test_hosts_run_in_parallel_up_to_forks(tmp_path):
     # each host waits (bounded) for the other's marker: only concurrent hosts can both succeed
-    book = playbook(tmp_path, f"""
+    book = playbook(
+        tmp_path,
+        f"""
 - hosts: all
   tasks:
     - command:
         cmd: >-
           touch {tmp_path}/{{{{ inventory_hostname }}}}.up;
           for i in $(seq 1 40); do [ -e {tmp_path}/{{{{ peer }}}}.up ] && exit 0; sleep 0.05; done; exit 1
-""")
+""",
+    )
     inv_path = local_inventory(tmp_path, ["h1", "h2"])
-    inv_path.write_text(inv_path.read_text()
-                        .replace("  h1:\n    address: 127.0.0.1\n    connection: local",
-                                 "  h1:\n    address: 127.0.0.1\n    connection: local\n    vars: {peer: h2}")
-                        .replace("  h2:\n    address: 127.0.0.1\n    connection: local",
-                                 "  h2:\n    address: 127.0.0.1\n    connection: local\n    vars: {peer: h1}"))
+    inv_path.write_text(
+        inv_path.read_text()
+        .replace(
+            "  h1:\n    address: 127.0.0.1\n    connection: local",
+            "  h1:\n    address: 127.0.0.1\n    connection: local\n    vars: {peer: h2}",
+        )
+        .replace(
+            "  h2:\n    address: 127.0.0.1\n    connection: local",
+            "  h2:\n    address: 127.0.0.1\n    connection: local\n    vars: {peer: h1}",
+        )
+    )
     inv = load_inventory(inv_path)
     assert run_playbook(load_playbook(book), inv, RunOptions(forks=2)).exit_code == 0
     for f in tmp_path.glob("*.up"):

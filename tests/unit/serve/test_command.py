@@ -14,13 +14,38 @@ def test_render_current_profile():
 
 
 def test_render_switches_lists_and_explicit_model():
-    p = Profile.model_validate({
-        "name": "x", "pins": {"sglang": "0.5.23", "transformers": "5.19.0"}, "model": "m", "architectures": ["sm90"],
-        "gpus": 2, "tp_size": 2, "entrypoint": ["python3", "-m", "sglang.launch_server"],
-        "flags": {"--model-path": "/local/m", "--tp": 2, "--enable-metrics": True, "--skip-server-warmup": False,
-                  "--cuda-graph-bs": [1, 2, 4]}})
-    assert render(p).argv == ["python3", "-m", "sglang.launch_server", "--model-path", "/local/m", "--tp", "2",
-                              "--enable-metrics", "--cuda-graph-bs", "1", "2", "4"]
+    p = Profile.model_validate(
+        {
+            "name": "x",
+            "pins": {"sglang": "0.5.23", "transformers": "5.19.0"},
+            "model": "m",
+            "architectures": ["sm90"],
+            "gpus": 2,
+            "tp_size": 2,
+            "entrypoint": ["python3", "-m", "sglang.launch_server"],
+            "flags": {
+                "--model-path": "/local/m",
+                "--tp": 2,
+                "--enable-metrics": True,
+                "--skip-server-warmup": False,
+                "--cuda-graph-bs": [1, 2, 4],
+            },
+        }
+    )
+    assert render(p).argv == [
+        "python3",
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        "/local/m",
+        "--tp",
+        "2",
+        "--enable-metrics",
+        "--cuda-graph-bs",
+        "1",
+        "2",
+        "4",
+    ]
 
 
 def test_nccl_env_from_p2p_verdict():

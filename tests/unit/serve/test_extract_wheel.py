@@ -21,10 +21,30 @@ def _wheel(cache: Path) -> Path:
     found = sorted(cache.glob(f"sglang-{VERSION}-*.whl"))
     if found:
         return found[0]
-    proc = subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-                           "--python-version", "3.11", "--platform", "manylinux_2_34_x86_64", "--platform", "any",
-                           "-q", "-d", str(cache), f"sglang=={VERSION}"],
-                          check=False, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--python-version",
+            "3.11",
+            "--platform",
+            "manylinux_2_34_x86_64",
+            "--platform",
+            "any",
+            "-q",
+            "-d",
+            str(cache),
+            f"sglang=={VERSION}",
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     return min(cache.glob(f"sglang-{VERSION}-*.whl"))
 
@@ -32,9 +52,23 @@ def _wheel(cache: Path) -> Path:
 def test_reextracted_table_equals_committed(wheel_dir: Path, tmp_path: Path):
     wheel = _wheel(wheel_dir)
     out = tmp_path / "table.json"
-    proc = subprocess.run([sys.executable, str(SCRIPT), VERSION, "--wheel", str(wheel), "--deps",
-                           str(wheel_dir / "deps"), "--out", str(out)],
-                          check=False, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            VERSION,
+            "--wheel",
+            str(wheel),
+            "--deps",
+            str(wheel_dir / "deps"),
+            "--out",
+            str(out),
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     committed = (resources.files("gpuhost.serve") / "flags" / f"sglang-{VERSION}.json").read_text()
     assert json.loads(out.read_text()) == json.loads(committed)

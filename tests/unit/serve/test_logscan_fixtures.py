@@ -56,7 +56,7 @@ def test_incremental_feed_finds_the_same(name: str):
     whole = {h.signature for h in scan_text(text).hits}
     scanner = LogScanner()
     for i in range(0, len(text), 7):  # arbitrary pipe-sized pieces
-        scanner.feed_chunk(text[i:i + 7])
+        scanner.feed_chunk(text[i : i + 7])
     scanner.close()
     assert {h.signature for h in scanner.hits} == whole
 

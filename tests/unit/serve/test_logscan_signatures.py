@@ -14,15 +14,15 @@ LINES = {
     "kv-pool-too-small": "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.",
     "arch-unsupported-kernel": "RuntimeError: FlashInfer allreduce fusion requires SM90 or SM10X NVIDIA GPUs.",
     "dsa-backend-refused": "ValueError: GLM DSA with FP8 KV cache on NVIDIA SM120/SM121 supports only "
-                           "flashinfer_sparse_mla (default) or triton_sparse_mla (prefill), but got ['trtllm']",
+    "flashinfer_sparse_mla (default) or triton_sparse_mla (prefill), but got ['trtllm']",
     "dsa-metadata-attribute": "AttributeError: 'PrefillMetadata' object has no attribute 'page_table_1_flattened'",
     "shared-experts-mismatch": "RuntimeError: The size of tensor a (3072) must match the size of tensor b (6144) "
-                               "at non-singleton dimension 0",
+    "at non-singleton dimension 0",
     "nccl-timeout": "[rank0]:[E1016 03:31:38.9 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective "
-                    "operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE)",
+    "operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE)",
     "nccl-error": "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled cuda error",
     "port-in-use": "ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 30000): address "
-                   "already in use",
+    "already in use",
     "nvidia-uvm-missing": "lstat /dev/nvidia-uvm: no such file or directory",
     "driver-mismatch": "Failed to initialize NVML: Driver/library version mismatch",
     "graph-capture-failed": "Exception: Capture cuda graph failed: boom",
@@ -32,9 +32,9 @@ LINES = {
     "health-check-failed": "Health check failed. Server couldn't get a response from detokenizer for last 20 seconds.",
     "p2p-unavailable": "CustomAllreduce is disabled because your platform lacks GPU P2P capability or P2P test failed.",
     "deepgemm-scale-format": "DeepGemm is enabled but the scale_fmt of checkpoint is not ue8m0. This might cause "
-                             "accuracy degradation on Blackwell.",
+    "accuracy degradation on Blackwell.",
     "transformers-rope-warning": "Transformers version 5.2.0 is used for model type glm_moe_dsa. If you experience "
-                                 "issues related to RoPE parameters, they may be due to incompatibilities.",
+    "issues related to RoPE parameters, they may be due to incompatibilities.",
     "python-traceback": "Traceback (most recent call last):",
 }
 
@@ -72,9 +72,11 @@ def test_a_signature_is_reported_once_and_collects_lines():
 def test_prefixes_are_stripped():
     assert message("[2026-02-26 15:56:59] ERROR: KeyError: 'glm_moe_dsa'") == "KeyError: 'glm_moe_dsa'"
     assert message("[2026-12-01 10:00:00 TP3 DP1 EP2] Load weight end. elapsed=1 s") == "Load weight end. elapsed=1 s"
-    assert message(" (SGLangEngine pid=12589)   File \"x.py\", line 1, in f") == 'File "x.py", line 1, in f'
-    assert message("Dec 01 10:00:00 gpu1 sglang[4242]: [2026-12-01 10:00:00 TP0] KV Cache is allocated.") \
+    assert message(' (SGLangEngine pid=12589)   File "x.py", line 1, in f') == 'File "x.py", line 1, in f'
+    assert (
+        message("Dec 01 10:00:00 gpu1 sglang[4242]: [2026-12-01 10:00:00 TP0] KV Cache is allocated.")
         == "KV Cache is allocated."
+    )
     assert message("[rank4]:[E1016 03:31:38.9 ProcessGroupNCCL.cpp:621] x").startswith("[E1016")
 
 

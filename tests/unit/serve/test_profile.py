@@ -28,7 +28,8 @@ def test_shipped_profiles():
 def test_user_directory_adds_and_overrides(tmp_path: Path):
     (tmp_path / "mine.yml").write_text(
         "name: my-profile\npins: {sglang: '0.5.23', transformers: '5.19.0'}\nmodel: /models/glm5\n"
-        "architectures: [sm90]\ngpus: 8\ntp_size: 8\nflags: {--tp-size: 8}\n")
+        "architectures: [sm90]\ngpus: 8\ntp_size: 8\nflags: {--tp-size: 8}\n"
+    )
     profiles = load_profiles([tmp_path])
     assert profiles["my-profile"].model == "/models/glm5" and CURRENT in profiles
     assert get_profile("my-profile", [tmp_path / "mine.yml"]).architectures == ["sm90"]
@@ -36,8 +37,10 @@ def test_user_directory_adds_and_overrides(tmp_path: Path):
 
 def test_errors_name_file_line_and_field(tmp_path: Path):
     bad = tmp_path / "bad.yml"
-    bad.write_text("profiles:\n  - name: x\n    pins: {sglang: '0.5.23', transformers: '5.19.0'}\n"
-                   "    model: m\n    architectures: [sm120]\n    gpus: 8\n    tp_size: eight\n")
+    bad.write_text(
+        "profiles:\n  - name: x\n    pins: {sglang: '0.5.23', transformers: '5.19.0'}\n"
+        "    model: m\n    architectures: [sm120]\n    gpus: 8\n    tp_size: eight\n"
+    )
     with pytest.raises(ConfigError) as err:
         load_profiles([bad], shipped=False)
     assert err.value.file == str(bad) and err.value.line == 7 and err.value.field == "profiles.0.tp_size"
@@ -46,12 +49,16 @@ def test_errors_name_file_line_and_field(tmp_path: Path):
 
 def test_unknown_field_and_bad_flag_spelling(tmp_path: Path):
     bad = tmp_path / "bad.yml"
-    bad.write_text("name: x\npins: {sglang: '0.5.23', transformers: '5.19.0'}\nmodel: m\narchitectures: [sm120]\n"
-                   "gpus: 8\ntp_size: 8\ntp: 8\n")
+    bad.write_text(
+        "name: x\npins: {sglang: '0.5.23', transformers: '5.19.0'}\nmodel: m\narchitectures: [sm120]\n"
+        "gpus: 8\ntp_size: 8\ntp: 8\n"
+    )
     with pytest.raises(ConfigError, match=r"bad.yml:7: field 'tp': unknown field"):
         load_profiles([bad], shipped=False)
-    bad.write_text("name: x\npins: {sglang: '0.5.23', transformers: '5.19.0'}\nmodel: m\narchitectures: [sm120]\n"
-                   "gpus: 8\ntp_size: 8\nflags:\n  tp-size: 8\n")
+    bad.write_text(
+        "name: x\npins: {sglang: '0.5.23', transformers: '5.19.0'}\nmodel: m\narchitectures: [sm120]\n"
+        "gpus: 8\ntp_size: 8\nflags:\n  tp-size: 8\n"
+    )
     with pytest.raises(ConfigError, match=r"bad.yml:7: field 'flags'.*leading '--'"):
         load_profiles([bad], shipped=False)
 

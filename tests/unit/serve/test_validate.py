@@ -46,20 +46,29 @@ def test_historical_profile_is_refused_on_sm120_for_its_old_release():
     assert _levels(findings, "serve.rule.dsa-backend-sm120") == [Level.WARN, Level.WARN]
 
 
-@pytest.mark.parametrize("flag, value, words", [
-    ("--cuda-graph-max-bs", 64, ("ambiguous option, could match --cuda-graph-max-bs-decode, "
-                                 "--cuda-graph-max-bs-prefill; it was a flag of its own until 0.5.19")),
-    ("--nsa-decode-backend", "trtllm", "removed (last in 0.5.19, absent from 0.5.20 on)"),
-    ("--enable-nan-detection", True, "removed (last in 0.5.12.post1, absent from 0.5.15.post1 on)"),
-    ("--no-such-flag", 1, "unknown to SGLang 0.5.23"),
-    ("--kv-cache-dtype", "fp8", "invalid choice: 'fp8'"),
-    ("--moe-runner-backend", "b12x", "invalid choice: 'b12x'"),
-    ("--reasoning-parser", "glm47", "invalid choice: 'glm47'"),
-    ("--mem-fraction-static", "lots", "invalid float value"),
-    ("--port", 30000.5, "invalid int value"),
-    ("--trust-remote-code", "yes", "is a switch"),
-    ("--served-model-name", True, "needs a value"),
-])
+@pytest.mark.parametrize(
+    "flag, value, words",
+    [
+        (
+            "--cuda-graph-max-bs",
+            64,
+            (
+                "ambiguous option, could match --cuda-graph-max-bs-decode, "
+                "--cuda-graph-max-bs-prefill; it was a flag of its own until 0.5.19"
+            ),
+        ),
+        ("--nsa-decode-backend", "trtllm", "removed (last in 0.5.19, absent from 0.5.20 on)"),
+        ("--enable-nan-detection", True, "removed (last in 0.5.12.post1, absent from 0.5.15.post1 on)"),
+        ("--no-such-flag", 1, "unknown to SGLang 0.5.23"),
+        ("--kv-cache-dtype", "fp8", "invalid choice: 'fp8'"),
+        ("--moe-runner-backend", "b12x", "invalid choice: 'b12x'"),
+        ("--reasoning-parser", "glm47", "invalid choice: 'glm47'"),
+        ("--mem-fraction-static", "lots", "invalid float value"),
+        ("--port", 30000.5, "invalid int value"),
+        ("--trust-remote-code", "yes", "is a switch"),
+        ("--served-model-name", True, "needs a value"),
+    ],
+)
 def test_flag_refusals(current: Profile, flag: str, value: object, words: str):
     findings = check_flags(_with(current, flags={flag: value}))
     fails = [f for f in findings if f.level is Level.FAIL]
@@ -79,16 +88,19 @@ def test_missing_table_is_refused(current: Profile):
     assert findings[0].level is Level.FAIL and "no flag table for SGLang 0.5.99" in findings[0].message
 
 
-@pytest.mark.parametrize("flags, check", [
-    ({"--enable-flashinfer-allreduce-fusion": True}, "serve.rule.allreduce-fusion-sm120"),
-    ({"--flashinfer-allreduce-fusion-backend": "auto"}, "serve.rule.allreduce-fusion-sm120"),
-    ({"--moe-runner-backend": "flashinfer_trtllm"}, "serve.rule.trtllm-moe-sm120"),
-    ({"--fp4-gemm-backend": "flashinfer_trtllm"}, "serve.rule.trtllm-moe-sm120"),
-    ({"--dsa-decode-backend": "trtllm"}, "serve.rule.dsa-backend-sm120"),
-    ({"--dsa-prefill-backend": "flashmla_sparse"}, "serve.rule.dsa-backend-sm120"),
-    ({"--attention-backend": "triton"}, "serve.rule.fp8-kv-backend"),
-    ({"--kv-cache-dtype": "bf16"}, "serve.rule.fp8-kv-backend"),
-])
+@pytest.mark.parametrize(
+    "flags, check",
+    [
+        ({"--enable-flashinfer-allreduce-fusion": True}, "serve.rule.allreduce-fusion-sm120"),
+        ({"--flashinfer-allreduce-fusion-backend": "auto"}, "serve.rule.allreduce-fusion-sm120"),
+        ({"--moe-runner-backend": "flashinfer_trtllm"}, "serve.rule.trtllm-moe-sm120"),
+        ({"--fp4-gemm-backend": "flashinfer_trtllm"}, "serve.rule.trtllm-moe-sm120"),
+        ({"--dsa-decode-backend": "trtllm"}, "serve.rule.dsa-backend-sm120"),
+        ({"--dsa-prefill-backend": "flashmla_sparse"}, "serve.rule.dsa-backend-sm120"),
+        ({"--attention-backend": "triton"}, "serve.rule.fp8-kv-backend"),
+        ({"--kv-cache-dtype": "bf16"}, "serve.rule.fp8-kv-backend"),
+    ],
+)
 def test_bad_combinations_fail_on_sm120(current: Profile, flags: dict, check: str):
     findings = run_rules(_with(current, flags=flags), SM120)
     assert Level.FAIL in _levels(findings, check), [(f.check, f.message) for f in findings]
@@ -96,8 +108,11 @@ def test_bad_combinations_fail_on_sm120(current: Profile, flags: dict, check: st
 
 def test_sm120_rules_do_not_fire_on_sm100(current: Profile):
     b200 = TargetFacts(gpu_archs=["sm100"] * 8, driver_version="580.1")
-    p = _with(current, architectures=["sm100"], flags={"--moe-runner-backend": "flashinfer_trtllm",
-                                                       "--enable-flashinfer-allreduce-fusion": True})
+    p = _with(
+        current,
+        architectures=["sm100"],
+        flags={"--moe-runner-backend": "flashinfer_trtllm", "--enable-flashinfer-allreduce-fusion": True},
+    )
     assert not refused(run_rules(p, b200))
 
 
@@ -117,8 +132,11 @@ def test_dsa_backend_without_kv_dtype_warns(current: Profile):
 def test_old_sglang_for_glm5_on_sm120(current: Profile):
     old = _with(current, pins_sglang="0.5.15.post1")
     assert Level.FAIL in _levels(run_rules(old, SM120), "serve.rule.sglang-glm5-sm120")
-    dense = _with(old, drop=("--dsa-prefill-backend", "--dsa-decode-backend", "--kv-cache-dtype"),
-                  flags={"--attention-backend": "triton"})
+    dense = _with(
+        old,
+        drop=("--dsa-prefill-backend", "--dsa-decode-backend", "--kv-cache-dtype"),
+        flags={"--attention-backend": "triton"},
+    )
     assert _levels(run_rules(dense, SM120), "serve.rule.sglang-glm5-sm120") == [Level.WARN]
 
 

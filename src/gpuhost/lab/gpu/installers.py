@@ -41,7 +41,7 @@ exit $rc
 @dataclass(frozen=True)
 class Installer:
     version: str
-    path: Path           # on the host, in the lab state
+    path: Path  # on the host, in the lab state
     sha256: str
 
     @property
@@ -66,15 +66,22 @@ def compile_shared(source: str, out: Path, what: str, flags: list[str]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "lib.c"
         src.write_text(source)
-        result = subprocess.run([gcc, "-shared", "-fPIC", "-O2", "-Wall", *flags, "-o", str(out), str(src), "-ldl"],
-                                capture_output=True, text=True)
+        result = subprocess.run(
+            [gcc, "-shared", "-fPIC", "-O2", "-Wall", *flags, "-o", str(out), str(src), "-ldl"],
+            capture_output=True,
+            text=True,
+        )
     if result.returncode != 0:
         raise LabError(f"compiling the lab's {what} failed (exit {result.returncode}): {result.stderr.strip()[-500:]}")
 
 
 def compile_libcuda(version: str, out: Path) -> None:
-    compile_shared(c_source("libcuda.c"), out, f"libcuda {version}",
-                   [f'-DLAB_DRIVER_VERSION="{version}"', "-Wl,-soname,libcuda.so.1"])
+    compile_shared(
+        c_source("libcuda.c"),
+        out,
+        f"libcuda {version}",
+        [f'-DLAB_DRIVER_VERSION="{version}"', "-Wl,-soname,libcuda.so.1"],
+    )
 
 
 def compile_memlock_preload(out: Path) -> None:

@@ -27,12 +27,13 @@ def lab_vars(state_dir: Path) -> dict[str, Any]:
     d = drivers(state_dir)
     if d is None:
         return {}
-    table: dict[str, dict[str, str]] = d["drivers"]   # type: ignore[assignment]
+    table: dict[str, dict[str, str]] = d["drivers"]  # type: ignore[assignment]
     pin = str(d["default"])
     return {
         "nvidia_driver": {"version": pin, "url": table[pin]["url"], "sha256": table[pin]["sha256"]},
-        "lab_nvidia_drivers": {str(version): {"url": entry["url"], "sha256": entry["sha256"]}
-                               for version, entry in table.items()},
+        "lab_nvidia_drivers": {
+            str(version): {"url": entry["url"], "sha256": entry["sha256"]} for version, entry in table.items()
+        },
     }
 
 
@@ -49,5 +50,6 @@ def containers(node: NodeSpec) -> dict[int, ContainerSpec]:
     if not node.gpus:
         return {}
     storage = "local-zfs" if node.boot == "systemd-boot" else "local-lvm"
-    return {CONTAINER_ID: ContainerSpec(hostname="llm", gpus="all", memory=65536, cores=16, swap=0,
-                                        rootfs=f"{storage}:8")}
+    return {
+        CONTAINER_ID: ContainerSpec(hostname="llm", gpus="all", memory=65536, cores=16, swap=0, rootfs=f"{storage}:8")
+    }

@@ -39,11 +39,18 @@ KERNEL_SHIMS: dict[str, tuple[str, str, str]] = {
 MEMLOCK_PRELOAD = f"{node_paths.LAB_LIB}/prlimit-memlock.so"
 #: modules a PVE kernel ships (name -> path under /lib/modules/<kernel>/kernel)
 STOCK_MODULES = {
-    "vfio": "drivers/vfio/vfio.ko", "vfio_pci": "drivers/vfio/pci/vfio-pci.ko",
-    "vfio_pci_core": "drivers/vfio/pci/vfio-pci-core.ko", "vfio_iommu_type1": "drivers/vfio/vfio_iommu_type1.ko",
-    "nouveau": "drivers/gpu/drm/nouveau/nouveau.ko", "nvidiafb": "drivers/video/fbdev/nvidia/nvidiafb.ko",
-    "kvm": "arch/x86/kvm/kvm.ko", "kvm_amd": "arch/x86/kvm/kvm-amd.ko", "kvm_intel": "arch/x86/kvm/kvm-intel.ko",
-    "zfs": "zfs/zfs.ko", "overlay": "fs/overlay/overlay.ko", "bonding": "drivers/net/bonding/bonding.ko",
+    "vfio": "drivers/vfio/vfio.ko",
+    "vfio_pci": "drivers/vfio/pci/vfio-pci.ko",
+    "vfio_pci_core": "drivers/vfio/pci/vfio-pci-core.ko",
+    "vfio_iommu_type1": "drivers/vfio/vfio_iommu_type1.ko",
+    "nouveau": "drivers/gpu/drm/nouveau/nouveau.ko",
+    "nvidiafb": "drivers/video/fbdev/nvidia/nvidiafb.ko",
+    "kvm": "arch/x86/kvm/kvm.ko",
+    "kvm_amd": "arch/x86/kvm/kvm-amd.ko",
+    "kvm_intel": "arch/x86/kvm/kvm-intel.ko",
+    "zfs": "zfs/zfs.ko",
+    "overlay": "fs/overlay/overlay.ko",
+    "bonding": "drivers/net/bonding/bonding.ko",
 }
 
 
@@ -70,12 +77,14 @@ def _write(upper: Path, path: str, content: str, mode: int = 0o644) -> None:
 
 
 def shim_text(command: str, module: str, func: str) -> str:
-    return ("#!/usr/bin/python3 -I\n"
-            f"# {command}: simulated by the gpuhost lab (the node's kernel is simulated too)\n"
-            "import sys\n"
-            f"sys.path.insert(0, {node_paths.PYTHONPATH!r})\n"
-            f"from gpuhost.lab.node.cli.{module} import {func}\n"
-            f"sys.exit({func}(sys.argv[1:]))\n")
+    return (
+        "#!/usr/bin/python3 -I\n"
+        f"# {command}: simulated by the gpuhost lab (the node's kernel is simulated too)\n"
+        "import sys\n"
+        f"sys.path.insert(0, {node_paths.PYTHONPATH!r})\n"
+        f"from gpuhost.lab.node.cli.{module} import {func}\n"
+        f"sys.exit({func}(sys.argv[1:]))\n"
+    )
 
 
 @dataclass
@@ -104,10 +113,16 @@ class GpuAssets:
         installers.compile_memlock_preload(self.memlock_preload)
         if any(n.gpus for n in self.spec.nodes):
             self.installers = installers.build_installers(DRIVER_VERSIONS, self.dir / "nvidia")
-            self.drivers_file().write_text(json.dumps(
-                {"default": default_driver(),
-                 "drivers": {v: {"url": i.url, "sha256": i.sha256} for v, i in self.installers.items()}},
-                indent=2) + "\n")
+            self.drivers_file().write_text(
+                json.dumps(
+                    {
+                        "default": default_driver(),
+                        "drivers": {v: {"url": i.url, "sha256": i.sha256} for v, i in self.installers.items()},
+                    },
+                    indent=2,
+                )
+                + "\n"
+            )
 
     def hook(self, upper: Path, state: NodeState) -> None:
         self.ensure()
@@ -123,12 +138,15 @@ class GpuAssets:
         for command, (path, module, func) in KERNEL_SHIMS.items():
             _write(upper, path, shim_text(command, module, func), mode=0o755)
         for name, rel in STOCK_MODULES.items():
-            _write(upper, f"/lib/modules/{state.kernel}/kernel/{rel}",
-                   kernel.render_module_file(name, state.kernel, state.kernel, flavour="in-tree", license="GPL"))
+            _write(
+                upper,
+                f"/lib/modules/{state.kernel}/kernel/{rel}",
+                kernel.render_module_file(name, state.kernel, state.kernel, flavour="in-tree", license="GPL"),
+            )
         if node.gpus:
             target = host_path(upper, installers.NODE_DIR)
             target.mkdir(parents=True, exist_ok=True)
             for inst in self.installers.values():
                 shutil.copyfile(inst.path, target / inst.file_name)
                 os.chmod(target / inst.file_name, 0o644)
-            pypi_seed.install(self.layout.root, upper, host_path, node.address)   # package index, model
+            pypi_seed.install(self.layout.root, upper, host_path, node.address)  # package index, model

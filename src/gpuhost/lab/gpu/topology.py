@@ -16,13 +16,27 @@ from gpuhost.errors import UsageError
 from gpuhost.lab.gpu.catalog import GpuModel
 
 CORES_PER_SOCKET = 64
-ROOT_COMPLEXES = {1: [0x00, 0x20, 0x40, 0x60, 0x80, 0xA0, 0xC0, 0xE0],
-                  2: [[0x00, 0x20, 0x40, 0x60], [0x80, 0xA0, 0xC0, 0xE0]]}
+ROOT_COMPLEXES = {
+    1: [0x00, 0x20, 0x40, 0x60, 0x80, 0xA0, 0xC0, 0xE0],
+    2: [[0x00, 0x20, 0x40, 0x60], [0x80, 0xA0, 0xC0, 0xE0]],
+}
 MAX_GPUS = 16
-CPUS = {"amd": {"vendor_id": "AuthenticAMD", "model_name": "AMD EPYC 9554 64-Core Processor", "family": "25",
-                "model": "17", "stepping": "1"},
-        "intel": {"vendor_id": "GenuineIntel", "model_name": "INTEL(R) XEON(R) PLATINUM 8592+", "family": "6",
-                  "model": "207", "stepping": "2"}}
+CPUS = {
+    "amd": {
+        "vendor_id": "AuthenticAMD",
+        "model_name": "AMD EPYC 9554 64-Core Processor",
+        "family": "25",
+        "model": "17",
+        "stepping": "1",
+    },
+    "intel": {
+        "vendor_id": "GenuineIntel",
+        "model_name": "INTEL(R) XEON(R) PLATINUM 8592+",
+        "family": "6",
+        "model": "207",
+        "stepping": "2",
+    },
+}
 
 
 def _bdf(bus: int, dev: int = 0, fn: int = 0) -> str:
@@ -44,36 +58,65 @@ def plan(node: str, cpu: str, count: int, gpu_model: GpuModel, numa: int) -> dic
     per_node = [count // numa + (1 if n < count % numa else 0) for n in range(numa)]
     gpus: list[dict[str, object]] = []
     for n in range(numa):
-        complexes = ROOT_COMPLEXES[1] if numa == 1 else ROOT_COMPLEXES[2][n]   # type: ignore[index]
+        complexes = ROOT_COMPLEXES[1] if numa == 1 else ROOT_COMPLEXES[2][n]  # type: ignore[index]
         remaining = per_node[n]
         k = 0
         while remaining > 0:
-            base = complexes[k % len(complexes)] + 0x10 * (k // len(complexes))   # type: ignore[operator]
+            base = complexes[k % len(complexes)] + 0x10 * (k // len(complexes))  # type: ignore[operator]
             pair = min(2, remaining)
             root_port = _bdf(base, 1, 1)
             if pair == 2:
                 upstream, downstream = _bdf(base + 1), [_bdf(base + 2, 0), _bdf(base + 2, 1)]
                 for slot in range(2):
-                    gpus.append({"bdf": _bdf(base + 3 + slot), "numa": n, "root_complex": base, "switch": base + 1,
-                                 "bridges": [root_port, upstream, downstream[slot]]})
+                    gpus.append(
+                        {
+                            "bdf": _bdf(base + 3 + slot),
+                            "numa": n,
+                            "root_complex": base,
+                            "switch": base + 1,
+                            "bridges": [root_port, upstream, downstream[slot]],
+                        }
+                    )
             else:
-                gpus.append({"bdf": _bdf(base + 1), "numa": n, "root_complex": base, "switch": None,
-                             "bridges": [root_port]})
+                gpus.append(
+                    {"bdf": _bdf(base + 1), "numa": n, "root_complex": base, "switch": None, "bridges": [root_port]}
+                )
             remaining -= pair
             k += 1
     gpus.sort(key=lambda g: str(g["bdf"]))
     m = asdict(gpu_model)
     for index, g in enumerate(gpus):
         digest = hashlib.sha256(f"{node}/{g['bdf']}".encode()).hexdigest()
-        g.update({
-            "index": index, "name": gpu_model.name, "device_id": gpu_model.device_id,
-            "subsys_id": gpu_model.subsys_id, "uuid": f"GPU-{uuidlib.uuid5(uuidlib.NAMESPACE_URL, node + str(g['bdf']))}",
-            "serial": "1795025" + str(int(digest[:10], 16))[:6].rjust(6, "0"), "vbios": gpu_model.vbios,
-            "memory_mib": gpu_model.memory_mib, "bar1_mib": gpu_model.bar1_mib, "arch": gpu_model.arch,
-            "compute_cap": gpu_model.compute_cap, "cpulist": cpulist(int(g["numa"]), numa),   # type: ignore[arg-type]
-            "gen_max": gpu_model.gen_max, "width_max": gpu_model.width_max, "idle_gen": 1, "irq": 180 + 2 * index,
-            "needs_open_module": gpu_model.needs_open_module, "power_limit_w": gpu_model.power_limit_w,
-            "class_code": m["class_code"], "class_name": m["class_name"], "codename": m["codename"],
-            "bar2_size": m["bar2_size"], "rev": "a1"})
-    return {"model": gpu_model.name if count else None, "numa": numa, "gpus": gpus,
-            "cpu": {**CPUS[cpu], "sockets": numa, "cores_per_socket": CORES_PER_SOCKET}}
+        g.update(
+            {
+                "index": index,
+                "name": gpu_model.name,
+                "device_id": gpu_model.device_id,
+                "subsys_id": gpu_model.subsys_id,
+                "uuid": f"GPU-{uuidlib.uuid5(uuidlib.NAMESPACE_URL, node + str(g['bdf']))}",
+                "serial": "1795025" + str(int(digest[:10], 16))[:6].rjust(6, "0"),
+                "vbios": gpu_model.vbios,
+                "memory_mib": gpu_model.memory_mib,
+                "bar1_mib": gpu_model.bar1_mib,
+                "arch": gpu_model.arch,
+                "compute_cap": gpu_model.compute_cap,
+                "cpulist": cpulist(int(g["numa"]), numa),  # type: ignore[arg-type]
+                "gen_max": gpu_model.gen_max,
+                "width_max": gpu_model.width_max,
+                "idle_gen": 1,
+                "irq": 180 + 2 * index,
+                "needs_open_module": gpu_model.needs_open_module,
+                "power_limit_w": gpu_model.power_limit_w,
+                "class_code": m["class_code"],
+                "class_name": m["class_name"],
+                "codename": m["codename"],
+                "bar2_size": m["bar2_size"],
+                "rev": "a1",
+            }
+        )
+    return {
+        "model": gpu_model.name if count else None,
+        "numa": numa,
+        "gpus": gpus,
+        "cpu": {**CPUS[cpu], "sockets": numa, "cores_per_socket": CORES_PER_SOCKET},
+    }

@@ -4,7 +4,7 @@ logged-in user or API token). ``handle`` returns the ``data`` of PVE's JSON answ
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable
 
 from gpuhost.lab.node import guests, lxc, qemu, tasks
 from gpuhost.lab.node.errors import PveError, param_error
@@ -32,12 +32,15 @@ def _options(params: Params) -> Params:
 
 def _check_node(node: str) -> None:
     if node != guests.nodename():
-        raise PveError(f"hostname lookup '{node}' failed - failed to get address info for: {node}: "
-                       "Name or service not known", http_status=500)
+        raise PveError(
+            f"hostname lookup '{node}' failed - failed to get address info for: {node}: Name or service not known",
+            http_status=500,
+        )
 
 
 def version_info() -> dict[str, str]:
     from gpuhost.lab.node.versions import manager_version
+
     version, build = manager_version()
     return {"version": version, "release": version.rsplit(".", 1)[0], "repoid": build}
 
@@ -62,26 +65,58 @@ def handle(method: str, path: str, params: Params, authuser: str) -> object:
 
 # ---- handlers -------------------------------------------------------------------------------
 
+
 def _nodes(**_: object) -> object:
     st = load_state()
-    return [{"node": st.name, "status": "online", "type": "node", "id": f"node/{st.name}", "level": "",
-             "maxcpu": 64, "maxmem": 540_000_000_000, "ssl_fingerprint": ""}]
+    return [
+        {
+            "node": st.name,
+            "status": "online",
+            "type": "node",
+            "id": f"node/{st.name}",
+            "level": "",
+            "maxcpu": 64,
+            "maxmem": 540_000_000_000,
+            "ssl_fingerprint": "",
+        }
+    ]
 
 
 def _node_index(**_: object) -> object:
-    return [{"name": n} for n in ("apt", "capabilities", "disks", "hardware", "lxc", "network", "qemu", "status",
-                                  "storage", "tasks", "version")]
+    return [
+        {"name": n}
+        for n in (
+            "apt",
+            "capabilities",
+            "disks",
+            "hardware",
+            "lxc",
+            "network",
+            "qemu",
+            "status",
+            "storage",
+            "tasks",
+            "version",
+        )
+    ]
 
 
 def _node_status(**_: object) -> object:
     from gpuhost.lab.node.versions import manager_version
+
     st = load_state()
     version, build = manager_version()
-    return {"kversion": f"Linux {st.kernel} #1 SMP PREEMPT_DYNAMIC PMX", "pveversion": f"pve-manager/{version}/{build}",
-            "current-kernel": {"release": st.kernel, "sysname": "Linux", "machine": "x86_64"},
-            "boot-info": {"mode": "efi" if st.boot == "systemd-boot" else "legacy-bios", "secureboot": 0},
-            "cpuinfo": {"model": "AMD EPYC 9554 64-Core Processor" if st.cpu == "amd" else
-                        "INTEL(R) XEON(R) PLATINUM 8592+", "cpus": 128, "sockets": 2}}
+    return {
+        "kversion": f"Linux {st.kernel} #1 SMP PREEMPT_DYNAMIC PMX",
+        "pveversion": f"pve-manager/{version}/{build}",
+        "current-kernel": {"release": st.kernel, "sysname": "Linux", "machine": "x86_64"},
+        "boot-info": {"mode": "efi" if st.boot == "systemd-boot" else "legacy-bios", "secureboot": 0},
+        "cpuinfo": {
+            "model": "AMD EPYC 9554 64-Core Processor" if st.cpu == "amd" else "INTEL(R) XEON(R) PLATINUM 8592+",
+            "cpus": 128,
+            "sockets": 2,
+        },
+    }
 
 
 def _qemu_list(**_: object) -> object:
@@ -92,6 +127,7 @@ def _qemu_create(params: Params, authuser: str, **_: object) -> object:
     vmid = guests.parse_vmid(params.get("vmid", ""))
     options = _options(params)
     from gpuhost.lab.node import formats, schema
+
     formats.check_qemu_params(options)
     schema.check_vm_modify_perm(authuser, list(options), options, {})
     return tasks.run(guests.nodename(), "qmcreate", str(vmid), authuser, lambda: qemu.create(vmid, options))
@@ -112,9 +148,17 @@ def _qemu_config_get(vmid: int, params: Params, **_: object) -> object:
 
 def _qemu_config_put(vmid: int, params: Params, authuser: str, **_: object) -> object:
     from gpuhost.lab.node import formats
+
     formats.check_qemu_params(_options(params))
-    qemu.update(vmid, _options(params), _split(params.get("delete")), _split(params.get("revert")),
-                authuser=authuser, digest=params.get("digest"), skiplock=_bool(params, "skiplock"))
+    qemu.update(
+        vmid,
+        _options(params),
+        _split(params.get("delete")),
+        _split(params.get("revert")),
+        authuser=authuser,
+        digest=params.get("digest"),
+        skiplock=_bool(params, "skiplock"),
+    )
     return None
 
 
@@ -124,15 +168,19 @@ def _qemu_config_post(vmid: int, params: Params, authuser: str, **_: object) -> 
     guests.load("qemu", vmid)
     # parameter and permission errors come back at once, like PVE's pre-fork checks
     from gpuhost.lab.node import formats, schema
+
     for key in options:
         schema.check_key("qemu", key)
     formats.check_qemu_params(options)
-    schema.check_vm_modify_perm(authuser, list(options) + delete, options,
-                                {k: str(v) for k, v in qemu.config(vmid).items()})
+    schema.check_vm_modify_perm(
+        authuser, list(options) + delete, options, {k: str(v) for k, v in qemu.config(vmid).items()}
+    )
+
     def work() -> list[str]:
         still_pending = qemu.update(vmid, options, delete, revert, authuser=authuser, digest=params.get("digest"))
-        return [f"update VM {vmid}: " + " ".join(f"-{k} {v}" for k, v in options.items())] + \
-            [f"pending until the next cold start: {', '.join(still_pending)}"] * bool(still_pending)
+        return [f"update VM {vmid}: " + " ".join(f"-{k} {v}" for k, v in options.items())] + [
+            f"pending until the next cold start: {', '.join(still_pending)}"
+        ] * bool(still_pending)
 
     return tasks.run(guests.nodename(), "qmconfig", str(vmid), authuser, work)
 
@@ -154,6 +202,7 @@ def _qemu_action(action: str) -> Callable[..., object]:
         guests.load("qemu", vmid)
         if _bool(params, "skiplock") and authuser != "root@pam":
             raise param_error({"skiplock": "Only root may use this option."})
+
         def work() -> None:
             if action in ("stop", "shutdown", "reboot"):
                 (qemu.stop if action == "stop" else qemu.shutdown)(vmid)
@@ -161,6 +210,7 @@ def _qemu_action(action: str) -> Callable[..., object]:
                 qemu.start(vmid)
 
         return tasks.run(guests.nodename(), f"qm{action}", str(vmid), authuser, work)
+
     return run
 
 
@@ -175,18 +225,27 @@ def _lxc_create(params: Params, authuser: str, **_: object) -> object:
         raise param_error({"ostemplate": "property is missing and it is not optional"})
     options = {k: v for k, v in params.items() if k not in ("vmid", "ostemplate", "node", "start")}
     from gpuhost.lab.node import schema
+
     schema.check_ct_modify_perm(authuser, list(options))
     for key in options:
         if key.startswith("lxc."):
-            raise param_error({key: "property is not defined in schema and the schema does not allow additional properties"})
-    lxc.check_params({k: v for k, v in options.items() if k not in ("storage", "password", "ssh-public-keys",
-                                                                      "pool", "unique", "force")})
+            raise param_error(
+                {key: "property is not defined in schema and the schema does not allow additional properties"}
+            )
+    lxc.check_params(
+        {
+            k: v
+            for k, v in options.items()
+            if k not in ("storage", "password", "ssh-public-keys", "pool", "unique", "force")
+        }
+    )
 
     def work() -> list[str]:
         lines = lxc.create(vmid, ostemplate, dict(options), authuser=authuser)
         if _bool(params, "start"):
             lxc.start(vmid)
         return lines
+
     return tasks.run(guests.nodename(), "vzcreate", str(vmid), authuser, work)
 
 
@@ -200,8 +259,14 @@ def _lxc_config_get(vmid: int, params: Params, **_: object) -> object:
 
 
 def _lxc_config_put(vmid: int, params: Params, authuser: str, **_: object) -> object:
-    lxc.update(vmid, _options(params), _split(params.get("delete")), _split(params.get("revert")),
-               authuser=authuser, digest=params.get("digest"))
+    lxc.update(
+        vmid,
+        _options(params),
+        _split(params.get("delete")),
+        _split(params.get("revert")),
+        authuser=authuser,
+        digest=params.get("digest"),
+    )
     return None
 
 
@@ -222,15 +287,23 @@ def _lxc_action(action: str) -> Callable[..., object]:
             operation(vmid)
 
         return tasks.run(guests.nodename(), f"vz{action}", str(vmid), authuser, work)
+
     return run
 
 
 def _storage_list(**_: object) -> object:
     st = load_state()
     second = "local-zfs" if st.root_fs == "zfs" else "local-lvm"
-    return [{"storage": "local", "type": "dir", "content": "iso,vztmpl,backup", "active": 1, "enabled": 1},
-            {"storage": second, "type": "zfspool" if st.root_fs == "zfs" else "lvmthin",
-             "content": "images,rootdir", "active": 1, "enabled": 1}]
+    return [
+        {"storage": "local", "type": "dir", "content": "iso,vztmpl,backup", "active": 1, "enabled": 1},
+        {
+            "storage": second,
+            "type": "zfspool" if st.root_fs == "zfs" else "lvmthin",
+            "content": "images,rootdir",
+            "active": 1,
+            "enabled": 1,
+        },
+    ]
 
 
 def _storage_content(storage: str, params: Params, **_: object) -> object:
@@ -259,21 +332,27 @@ ROUTES: list[tuple[re.Pattern[str], dict[str, Callable[..., object]]]] = [
     (re.compile(_N + r"/version"), {"GET": _version_handler}),
     (re.compile(_N + r"/qemu"), {"GET": _qemu_list, "POST": _qemu_create}),
     (re.compile(_N + r"/qemu/" + _V), {"GET": _qemu_index, "DELETE": _qemu_destroy}),
-    (re.compile(_N + r"/qemu/" + _V + r"/config"),
-     {"GET": _qemu_config_get, "PUT": _qemu_config_put, "POST": _qemu_config_post}),
+    (
+        re.compile(_N + r"/qemu/" + _V + r"/config"),
+        {"GET": _qemu_config_get, "PUT": _qemu_config_put, "POST": _qemu_config_post},
+    ),
     (re.compile(_N + r"/qemu/" + _V + r"/pending"), {"GET": _qemu_pending}),
     (re.compile(_N + r"/qemu/" + _V + r"/status"), {"GET": _status_index}),
     (re.compile(_N + r"/qemu/" + _V + r"/status/current"), {"GET": _qemu_status}),
-    *[(re.compile(_N + r"/qemu/" + _V + f"/status/{a}"), {"POST": _qemu_action(a)})
-      for a in ("start", "stop", "shutdown", "reboot")],
+    *[
+        (re.compile(_N + r"/qemu/" + _V + f"/status/{a}"), {"POST": _qemu_action(a)})
+        for a in ("start", "stop", "shutdown", "reboot")
+    ],
     (re.compile(_N + r"/lxc"), {"GET": _lxc_list, "POST": _lxc_create}),
     (re.compile(_N + r"/lxc/" + _V), {"GET": _qemu_index, "DELETE": _lxc_destroy}),
     (re.compile(_N + r"/lxc/" + _V + r"/config"), {"GET": _lxc_config_get, "PUT": _lxc_config_put}),
     (re.compile(_N + r"/lxc/" + _V + r"/pending"), {"GET": _lxc_pending}),
     (re.compile(_N + r"/lxc/" + _V + r"/status"), {"GET": _status_index}),
     (re.compile(_N + r"/lxc/" + _V + r"/status/current"), {"GET": _lxc_status}),
-    *[(re.compile(_N + r"/lxc/" + _V + f"/status/{a}"), {"POST": _lxc_action(a)})
-      for a in ("start", "stop", "shutdown", "reboot")],
+    *[
+        (re.compile(_N + r"/lxc/" + _V + f"/status/{a}"), {"POST": _lxc_action(a)})
+        for a in ("start", "stop", "shutdown", "reboot")
+    ],
     (re.compile(_N + r"/storage"), {"GET": _storage_list}),
     (re.compile(_N + r"/storage/(?P<storage>[\w\-]+)/content"), {"GET": _storage_content}),
     (re.compile(_N + r"/tasks/(?P<upid>UPID:[^/]+)/status"), {"GET": _task_status}),

@@ -29,7 +29,7 @@ def check_password(username: str, password: str) -> str:
     user, _, realm = username.partition("@")
     if (realm or "pam") != "pam" or user != "root":
         raise PveError("authentication failure", http_status=401)
-    if password.startswith("PVE:"):          # renewing: a valid ticket of the same user stands for the password
+    if password.startswith("PVE:"):  # renewing: a valid ticket of the same user stands for the password
         try:
             if verify_ticket(password)[0] == "root@pam":
                 return "root@pam"
@@ -80,7 +80,7 @@ def verify_csrf(userid: str, token: str | None) -> None:
 
 def verify_token(header: str) -> str:
     """``PVEAPIToken=USER@REALM!TOKENID=SECRET`` -> the token's authuser (e.g. ``root@pam!gpuhost``)."""
-    value = header.split("=", 1)[1] if header.startswith("PVEAPIToken=") else header[len("PVEAPIToken "):]
+    value = header.split("=", 1)[1] if header.startswith("PVEAPIToken=") else header[len("PVEAPIToken ") :]
     tokenid, _, secret = value.partition("=")
     for line in open(TOKENS):
         parts = line.split()

@@ -33,7 +33,7 @@ def _read(root: str | Path, path: str) -> str | None:
         if not os.path.realpath(target).startswith(base + os.sep):
             return None
     try:
-        if target.is_char_device():   # an overlay whiteout: the file was deleted
+        if target.is_char_device():  # an overlay whiteout: the file was deleted
             return None
         return target.read_text()
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
@@ -49,8 +49,9 @@ def grub_variables(root: str | Path) -> tuple[str, str]:
         files += sorted(f for f in grub_d.glob("*.cfg") if f.is_file() and not f.is_char_device())
     script = "".join(f'[ -f "{f}" ] && . "{f}"\n' for f in files)
     script += 'printf "%s\\n%s\\n" "$GRUB_CMDLINE_LINUX" "$GRUB_CMDLINE_LINUX_DEFAULT"\n'
-    result = subprocess.run(["/bin/sh", "-c", script], capture_output=True, text=True,
-                            env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"})
+    result = subprocess.run(
+        ["/bin/sh", "-c", script], capture_output=True, text=True, env={"PATH": "/usr/sbin:/usr/bin:/sbin:/bin"}
+    )
     lines = (result.stdout.split("\n") + ["", ""])[:2]
     return lines[0], lines[1]
 
@@ -99,8 +100,10 @@ def esp_entry_path(root: str | Path, uuid: str, kernel: str) -> Path:
 
 
 def render_esp_entry(options: str, kernel: str) -> str:
-    return (f"title    Proxmox Virtual Environment\nversion  {kernel}\noptions  {options}\n"
-            f"linux    /EFI/proxmox/{kernel}/vmlinuz-{kernel}\ninitrd   /EFI/proxmox/{kernel}/initrd.img-{kernel}\n")
+    return (
+        f"title    Proxmox Virtual Environment\nversion  {kernel}\noptions  {options}\n"
+        f"linux    /EFI/proxmox/{kernel}/vmlinuz-{kernel}\ninitrd   /EFI/proxmox/{kernel}/initrd.img-{kernel}\n"
+    )
 
 
 def refresh_esps(root: str | Path, kernel: str) -> list[str]:
@@ -127,7 +130,7 @@ def booted_cmdline(root: str | Path, boot: str, kernel: str) -> str:
             m = re.search(r"^options\s+(.*)$", entry, re.MULTILINE)
             options = " ".join(m.group(1).split()) if m else ""
             return f"initrd=\\EFI\\proxmox\\{kernel}\\initrd.img-{kernel} {options}".rstrip()
-        return ""   # no bootable ESP: a real machine would not boot; keep an empty command line
+        return ""  # no bootable ESP: a real machine would not boot; keep an empty command line
     cfg = _read(root, paths.GRUB_CFG) or ""
     m = re.search(r"^\s*linux\s+(\S+)\s*(.*)$", cfg, re.MULTILINE)
     if not m:

@@ -39,7 +39,7 @@ def create_rootfs(vmid: int, hostname: str) -> None:
     (up / "etc" / "hostname").write_text(hostname + "\n")
     (up / "etc" / "ssh").mkdir()
     for key in os.listdir(f"{paths.CT_BASE}/etc/ssh") if os.path.isdir(f"{paths.CT_BASE}/etc/ssh") else []:
-        if key.startswith("ssh_host_"):      # the container must not see the host's host keys
+        if key.startswith("ssh_host_"):  # the container must not see the host's host keys
             os.mknod(up / "etc" / "ssh" / key, stat.S_IFCHR, os.makedev(0, 0))
     (up / "etc" / "hosts").write_text(f"127.0.0.1 localhost\n127.0.1.1 {hostname}\n")
 
@@ -95,42 +95,85 @@ def start(vmid: int, options: dict[str, str], lxc: list[tuple[str, str]], hide: 
     if not (base / "upper").is_dir():
         raise PveError(f"unable to detect OS distribution: rootfs of CT {vmid} missing")
     R = str(base / "root")
-    lines = ["set -eu",
-             f"mount -t overlay ct{vmid} -o lowerdir={paths.CT_BASE},upperdir={base}/upper,workdir={base}/work {R}",
-             f"mount -t proc proc {R}/proc",
-             # the host kernel's driver state, as procfs shows it to a real container (NVIDIA's version, GPUs)
-             f"mount --bind /proc/driver {R}/proc/driver && mount -o remount,bind,ro {R}/proc/driver || true",
-             f"mount -t sysfs -o ro sysfs {R}/sys 2>/dev/null || true",
-             f"mount -t tmpfs -o mode=0755,size=8m ctdev {R}/dev",
-             f"mkdir -p {R}/dev/pts {R}/dev/shm {R}/dev/net"]
-    for name, major, minor in (("null", 1, 3), ("zero", 1, 5), ("full", 1, 7), ("random", 1, 8),
-                               ("urandom", 1, 9), ("tty", 5, 0)):
+    lines = [
+        "set -eu",
+        f"mount -t overlay ct{vmid} -o lowerdir={paths.CT_BASE},upperdir={base}/upper,workdir={base}/work {R}",
+        f"mount -t proc proc {R}/proc",
+        # the host kernel's driver state, as procfs shows it to a real container (NVIDIA's version, GPUs)
+        f"mount --bind /proc/driver {R}/proc/driver && mount -o remount,bind,ro {R}/proc/driver || true",
+        f"mount -t sysfs -o ro sysfs {R}/sys 2>/dev/null || true",
+        f"mount -t tmpfs -o mode=0755,size=8m ctdev {R}/dev",
+        f"mkdir -p {R}/dev/pts {R}/dev/shm {R}/dev/net",
+    ]
+    for name, major, minor in (
+        ("null", 1, 3),
+        ("zero", 1, 5),
+        ("full", 1, 7),
+        ("random", 1, 8),
+        ("urandom", 1, 9),
+        ("tty", 5, 0),
+    ):
         lines.append(f"mknod -m 666 {R}/dev/{name} c {major} {minor}")
-    lines += [f"mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts {R}/dev/pts",
-              f"ln -s pts/ptmx {R}/dev/ptmx", f"ln -s /proc/self/fd {R}/dev/fd",
-              f"mount -t tmpfs -o mode=1777 shm {R}/dev/shm",
-              f"mount -t tmpfs -o mode=0755 run {R}/run", f"mount -t tmpfs -o mode=1777 tmp {R}/tmp",
-              f"[ ! -f {MEMLOCK_PRELOAD} ] || cp {MEMLOCK_PRELOAD} {R}{CT_PRELOAD}"]
+    lines += [
+        f"mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts {R}/dev/pts",
+        f"ln -s pts/ptmx {R}/dev/ptmx",
+        f"ln -s /proc/self/fd {R}/dev/fd",
+        f"mount -t tmpfs -o mode=1777 shm {R}/dev/shm",
+        f"mount -t tmpfs -o mode=0755 run {R}/run",
+        f"mount -t tmpfs -o mode=1777 tmp {R}/tmp",
+        f"[ ! -f {MEMLOCK_PRELOAD} ] || cp {MEMLOCK_PRELOAD} {R}{CT_PRELOAD}",
+    ]
     for path in hide:
         lines.append(f"[ ! -d {R}{path} ] || mount -t tmpfs -o mode=0700,size=1m hide {R}{path}")
     for props, st in devices:
         kind = "c" if stat.S_ISCHR(st.st_mode) else "b"
         target = f"{R}{props['path']}"
         mode = props.get("mode", "0660")
-        lines += [f"mkdir -p $(dirname {_q(target)})",
-                  f"mknod -m {mode} {_q(target)} {kind} {os.major(st.st_rdev)} {os.minor(st.st_rdev)}",
-                  f"chown {props.get('uid', '0')}:{props.get('gid', '0')} {_q(target)}"]
+        lines += [
+            f"mkdir -p $(dirname {_q(target)})",
+            f"mknod -m {mode} {_q(target)} {kind} {os.major(st.st_rdev)} {os.minor(st.st_rdev)}",
+            f"chown {props.get('uid', '0')}:{props.get('gid', '0')} {_q(target)}",
+        ]
     for key, value in lxc:
         if key == "lxc.mount.entry":
             lines += _mount_entry(R, value)
-    lines += [f"hostname {_q(options.get('hostname', f'CT{vmid}'))}",
-              f"cd {R}", "mkdir -p .pivot", "pivot_root . .pivot", "cd /", "umount -l /.pivot", "rmdir /.pivot",
-              f"exec /bin/sh -c 'trap \"exit 0\" TERM; while :; do sleep 3600 & wait $!; done' {INIT_TAG}-{vmid}"]
+    lines += [
+        f"hostname {_q(options.get('hostname', f'CT{vmid}'))}",
+        f"cd {R}",
+        "mkdir -p .pivot",
+        "pivot_root . .pivot",
+        "cd /",
+        "umount -l /.pivot",
+        "rmdir /.pivot",
+        f"exec /bin/sh -c 'trap \"exit 0\" TERM; while :; do sleep 3600 & wait $!; done' {INIT_TAG}-{vmid}",
+    ]
     os.makedirs(PID_DIR, exist_ok=True)
-    log = open(f"/var/log/gpuhost-lab/ct-{vmid}.log", "ab") if os.path.isdir("/var/log/gpuhost-lab") else subprocess.DEVNULL
-    proc = subprocess.Popen(["unshare", "-m", "-u", "-i", "-p", "--fork", "--kill-child=SIGKILL", "--propagation",
-                             "private", "/bin/sh", "-c", "\n".join(lines)],
-                            stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True)
+    log = (
+        open(f"/var/log/gpuhost-lab/ct-{vmid}.log", "ab")
+        if os.path.isdir("/var/log/gpuhost-lab")
+        else subprocess.DEVNULL
+    )
+    proc = subprocess.Popen(
+        [
+            "unshare",
+            "-m",
+            "-u",
+            "-i",
+            "-p",
+            "--fork",
+            "--kill-child=SIGKILL",
+            "--propagation",
+            "private",
+            "/bin/sh",
+            "-c",
+            "\n".join(lines),
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=log,
+        start_new_session=True,
+        close_fds=True,
+    )
     with open(f"{PID_DIR}/{vmid}.pid", "w") as fh:
         fh.write(f"{proc.pid}\n")
     deadline = time.monotonic() + 10
@@ -157,6 +200,7 @@ def _apply_prlimits(vmid: int, pid: int | None, lxc: list[tuple[str, str]]) -> N
     not let root raise the hard limit (no CAP_SYS_RESOURCE), the container gets the lab's preload,
     which reports the configured limit."""
     import resource
+
     try:
         os.unlink(_memlock_file(vmid))
     except OSError:
@@ -171,7 +215,7 @@ def _apply_prlimits(vmid: int, pid: int | None, lxc: list[tuple[str, str]]) -> N
         resource.prlimit(pid, resource.RLIMIT_MEMLOCK, (DEFAULT_MEMLOCK, DEFAULT_MEMLOCK))
         return
     soft, _, hard = value.partition(":")
-    parse = (lambda v: resource.RLIM_INFINITY if v == "unlimited" else int(v))   # noqa: E731
+    parse = lambda v: resource.RLIM_INFINITY if v == "unlimited" else int(v)  # noqa: E731
     try:
         resource.prlimit(pid, resource.RLIMIT_MEMLOCK, (parse(soft), parse(hard or soft)))
     except PermissionError:
@@ -190,8 +234,11 @@ def _mount_entry(R: str, value: str) -> list[str]:
         return []
     dest = f"{R}/{target.lstrip('/')}"
     create = "file" if "create=file" in opts else ("dir" if "create=dir" in opts else "")
-    prepare = {"file": f"mkdir -p $(dirname {_q(dest)}); [ -e {_q(dest)} ] || : > {_q(dest)}",
-               "dir": f"mkdir -p {_q(dest)}", "": ":"}[create]
+    prepare = {
+        "file": f"mkdir -p $(dirname {_q(dest)}); [ -e {_q(dest)} ] || : > {_q(dest)}",
+        "dir": f"mkdir -p {_q(dest)}",
+        "": ":",
+    }[create]
     mount = f"{prepare}; mount --bind {_q(source)} {_q(dest)}"
     if "ro" in opts:
         mount += f"; mount -o remount,bind,ro {_q(dest)}"
@@ -220,9 +267,14 @@ def exec_in(vmid: int, argv: list[str]) -> int:
     pid = init_pid(vmid)
     if pid is None:
         raise PveError(f"CT {vmid} not running")
-    env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME": "/root",
-           "TERM": os.environ.get("TERM", "dumb"), "LANG": "C.UTF-8"}
+    env = {
+        "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "HOME": "/root",
+        "TERM": os.environ.get("TERM", "dumb"),
+        "LANG": "C.UTF-8",
+    }
     import resource
+
     try:
         memlock = resource.prlimit(pid, resource.RLIMIT_MEMLOCK)
     except OSError:
@@ -236,11 +288,14 @@ def exec_in(vmid: int, argv: list[str]) -> int:
         configured = open(_memlock_file(vmid)).read().strip()
     except OSError:
         configured = ""
-    if configured:      # set inside the container (the path exists there only)
+    if configured:  # set inside the container (the path exists there only)
         argv = ["/usr/bin/env", f"LD_PRELOAD={CT_PRELOAD}", f"GPUHOST_LAB_MEMLOCK={configured}", *argv]
 
-    return subprocess.call(["nsenter", "-t", str(pid), "-m", "-u", "-i", "-p", "-r", "-w", "--"] + argv, env=env,
-                           preexec_fn=container_limits)
+    return subprocess.call(
+        ["nsenter", "-t", str(pid), "-m", "-u", "-i", "-p", "-r", "-w", "--"] + argv,
+        env=env,
+        preexec_fn=container_limits,
+    )
 
 
 def ct_path(vmid: int, path: str) -> str:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 
 class PveError(Exception):
-    def __init__(self, message: str, *, exit_code: int = 255, http_status: int = 500,
-                 errors: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, message: str, *, exit_code: int = 255, http_status: int = 500, errors: dict[str, str] | None = None
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.exit_code = exit_code

@@ -6,8 +6,9 @@ import fcntl
 import os
 import re
 import socket
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator, Literal
+from typing import Literal
 
 from gpuhost.lab.node.errors import PveError, param_error
 from gpuhost.pve import config as pveconf
@@ -27,8 +28,13 @@ def conf_path(kind: Kind, vmid: int) -> str:
 
 def parse_vmid(value: str) -> int:
     if not re.fullmatch(r"[1-9][0-9]{2,8}", str(value)):
-        raise param_error({"vmid": f"value '{value}' does not look like a valid VM ID"
-                           if not str(value).isdigit() else "invalid format - value must be >= 100"})
+        raise param_error(
+            {
+                "vmid": f"value '{value}' does not look like a valid VM ID"
+                if not str(value).isdigit()
+                else "invalid format - value must be >= 100"
+            }
+        )
     return int(value)
 
 
@@ -58,7 +64,7 @@ def load(kind: Kind, vmid: int) -> pveconf.GuestConfig:
         with open(path, encoding="utf-8") as fh:
             raw = fh.read()
     except FileNotFoundError:
-        rel = path[len("/etc/pve/"):]
+        rel = path[len("/etc/pve/") :]
         # perl's die exits with errno when set: the failed open leaves ENOENT (2)
         raise PveError(f"Configuration file '{rel}' does not exist", exit_code=2, http_status=500) from None
     return pveconf.parse(raw, kind)
@@ -76,8 +82,11 @@ def create(kind: Kind, vmid: int, conf: pveconf.GuestConfig) -> None:
     other = kind_of(vmid)
     if other is not None:
         what = "VM" if other == "qemu" else "CT"
-        raise PveError(f"unable to create {'VM' if kind == 'qemu' else 'CT'} {vmid}: config file already exists"
-                       if other == kind else f"{what} {vmid} already exists on node '{nodename()}'")
+        raise PveError(
+            f"unable to create {'VM' if kind == 'qemu' else 'CT'} {vmid}: config file already exists"
+            if other == kind
+            else f"{what} {vmid} already exists on node '{nodename()}'"
+        )
     os.makedirs(os.path.dirname(conf_path(kind, vmid)), exist_ok=True)
     save(kind, vmid, conf)
 

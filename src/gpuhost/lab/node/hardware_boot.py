@@ -28,8 +28,9 @@ IOMMU_GROUP_BASE = 20
 
 
 def _mount(source: str, target: str, fstype: str | None = None, flags: int = 0, data: str | None = None) -> None:
-    rc = _libc.mount(source.encode(), target.encode(), fstype.encode() if fstype else None, flags,
-                     data.encode() if data else None)
+    rc = _libc.mount(
+        source.encode(), target.encode(), fstype.encode() if fstype else None, flags, data.encode() if data else None
+    )
     if rc != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"mount {source} on {target}: {os.strerror(err)}")
@@ -69,11 +70,12 @@ def _write(path: str, content: str) -> None:
 
 # ---- the pieces ----------------------------------------------------------------------------
 
+
 def group_plan(gpus: list[dict[str, object]]) -> list[str]:
     """PCI functions in IOMMU-group order: each root port, switch port and GPU its own group (ACS)."""
     devices: set[str] = set()
     for g in gpus:
-        devices.update(str(b) for b in g.get("bridges", []))   # type: ignore[union-attr]
+        devices.update(str(b) for b in g.get("bridges", []))  # type: ignore[union-attr]
         devices.add(str(g["bdf"]))
     return sorted(devices)
 
@@ -103,13 +105,21 @@ def _pci_devices(gpus: list[dict[str, object]]) -> None:
     for g in gpus:
         d = f"/sys/bus/pci/devices/{g['bdf']}"
         os.makedirs(d)
-        for name, value in (("vendor", "0x10de"), ("device", f"0x{g['device_id']}"), ("subsystem_vendor", "0x10de"),
-                            ("subsystem_device", f"0x{g['subsys_id']}"), ("class", f"0x{g['class_code']}00"),
-                            ("revision", f"0x{g['rev']}"), ("numa_node", str(g["numa"])),
-                            ("local_cpulist", str(g["cpulist"])), ("irq", str(g["irq"])),
-                            ("current_link_speed", speeds[int(g["idle_gen"])]),   # type: ignore[arg-type]
-                            ("max_link_speed", speeds[int(g["gen_max"])]),        # type: ignore[arg-type]
-                            ("current_link_width", str(g["width_max"])), ("max_link_width", str(g["width_max"]))):
+        for name, value in (
+            ("vendor", "0x10de"),
+            ("device", f"0x{g['device_id']}"),
+            ("subsystem_vendor", "0x10de"),
+            ("subsystem_device", f"0x{g['subsys_id']}"),
+            ("class", f"0x{g['class_code']}00"),
+            ("revision", f"0x{g['rev']}"),
+            ("numa_node", str(g["numa"])),
+            ("local_cpulist", str(g["cpulist"])),
+            ("irq", str(g["irq"])),
+            ("current_link_speed", speeds[int(g["idle_gen"])]),  # type: ignore[arg-type]
+            ("max_link_speed", speeds[int(g["gen_max"])]),  # type: ignore[arg-type]
+            ("current_link_width", str(g["width_max"])),
+            ("max_link_width", str(g["width_max"])),
+        ):
             _write(f"{d}/{name}", value + "\n")
 
 
@@ -177,8 +187,11 @@ def boot() -> None:
         try:
             kernel.load(name)
         except (kernel.ModuleError, OSError) as exc:
-            kernel.log(f"systemd-modules-load[412]: Failed to find module '{name}'" if "not found" in str(exc)
-                       else f"systemd-modules-load[412]: Failed to insert module '{name}': {exc}")
+            kernel.log(
+                f"systemd-modules-load[412]: Failed to find module '{name}'"
+                if "not found" in str(exc)
+                else f"systemd-modules-load[412]: Failed to insert module '{name}': {exc}"
+            )
 
 
 def safe_boot() -> None:
@@ -187,6 +200,5 @@ def safe_boot() -> None:
         boot()
     except Exception as exc:  # noqa: BLE001 - reported, the node still comes up
         import traceback
+
         _log(f"hardware boot failed: {exc}\n{traceback.format_exc()}")
-
-

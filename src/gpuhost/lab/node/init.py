@@ -17,8 +17,10 @@ LOG_DIR = "/var/log/gpuhost-lab"
 def main() -> int:
     os.makedirs(LOG_DIR, exist_ok=True)
     os.environ.clear()
-    os.environ.update({"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-                       "LANG": "C.UTF-8", "HOME": "/root"})
+    os.environ.update(
+        {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8", "HOME": "/root"}
+    )
+
     class Stop(Exception):
         pass
 
@@ -28,20 +30,25 @@ def main() -> int:
     signal.signal(signal.SIGTERM, on_term)
     signal.signal(signal.SIGINT, on_term)
     from gpuhost.lab.node.hardware_boot import safe_boot
-    safe_boot()      # firmware and kernel: cpuinfo, EFI, IOMMU, dmesg, modules, device-node units
+
+    safe_boot()  # firmware and kernel: cpuinfo, EFI, IOMMU, dmesg, modules, device-node units
     services = [
         ["/usr/sbin/sshd", "-D", "-E", f"{LOG_DIR}/sshd.log"],
-        ["/usr/bin/python3", "-I", "-c",
-         "import sys; sys.path.insert(0, '/usr/lib/gpuhost-lab/python'); "
-         "from gpuhost.lab.node.pveproxy import main; sys.exit(main())"],
+        [
+            "/usr/bin/python3",
+            "-I",
+            "-c",
+            "import sys; sys.path.insert(0, '/usr/lib/gpuhost-lab/python'); "
+            "from gpuhost.lab.node.pveproxy import main; sys.exit(main())",
+        ],
     ]
     started = {}
-    for unit, argv in zip(("ssh.service", "pveproxy.service"), services):
+    for unit, argv in zip(("ssh.service", "pveproxy.service"), services, strict=False):
         with open(f"{LOG_DIR}/{os.path.basename(argv[0])}.out", "ab") as log:
-            started[unit] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                             close_fds=True).pid
+            started[unit] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, close_fds=True).pid
     try:
         from gpuhost.lab.node import services as units
+
         for unit, pid in started.items():
             units.mark_running(unit, pid)
         if units.units_to_start_at_boot():
@@ -50,10 +57,12 @@ def main() -> int:
     except Exception as exc:  # a broken unit must not keep the node from booting
         print(f"units: {exc}", file=sys.stderr)
     from gpuhost.lab.node import services as boot_units
+
     boot_units.mark_boot_finished()  # `systemctl is-system-running` answers "running" from now on
     if _has_onboot_guests():
         try:
             from gpuhost.lab.node.guests_autostart import start_onboot_guests
+
             start_onboot_guests()
         except Exception as exc:  # a broken guest must not keep the node from booting
             print(f"onboot: {exc}", file=sys.stderr)
@@ -79,6 +88,7 @@ def main() -> int:
 
 def _has_onboot_guests() -> bool:
     import glob
+
     for path in glob.glob("/etc/pve/nodes/*/qemu-server/*.conf") + glob.glob("/etc/pve/nodes/*/lxc/*.conf"):
         try:
             head = open(path).read().split("\n[", 1)[0]

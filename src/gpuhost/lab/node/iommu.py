@@ -11,8 +11,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-AMD_OPTIONS = ("fullflush", "force_enable", "off", "force_isolation", "pgtbl_v1", "pgtbl_v2", "irtcachedis",
-               "nohugepages", "v2_pgsizes_only")
+AMD_OPTIONS = (
+    "fullflush",
+    "force_enable",
+    "off",
+    "force_isolation",
+    "pgtbl_v1",
+    "pgtbl_v2",
+    "irtcachedis",
+    "nohugepages",
+    "v2_pgsizes_only",
+)
 
 
 @dataclass(frozen=True)
@@ -49,5 +58,11 @@ def state(tokens: list[str], cpu: str) -> IommuState:
             passthrough, from_cmdline = False, True
     for v in pt_values:
         passthrough, from_cmdline = v in ("1", "y", "on"), True
-    return IommuState(enabled=not off, passthrough=passthrough, passthrough_from_cmdline=from_cmdline,
-                      amd_unknown=unknown, intel_on_token="on" in intel, intel_off="off" in intel)
+    return IommuState(
+        enabled=not off,
+        passthrough=passthrough,
+        passthrough_from_cmdline=from_cmdline,
+        amd_unknown=unknown,
+        intel_on_token="on" in intel,
+        intel_off="off" in intel,
+    )

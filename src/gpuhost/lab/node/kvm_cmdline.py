@@ -11,7 +11,7 @@ from gpuhost.lab.node.errors import PveError
 from gpuhost.lab.node.schema import parse_hostpci
 from gpuhost.pve.config import parse_property_string
 
-_SAFE = re.compile(r"^[\w!%+,\-./:@^]*$")   # String::ShellQuote leaves these unquoted
+_SAFE = re.compile(r"^[\w!%+,\-./:@^]*$")  # String::ShellQuote leaves these unquoted
 _LEGACY_PCI_ADDR = {0: "0x10", 1: "0x11", 2: "0x1b", 3: "0x1c"}
 
 
@@ -66,12 +66,25 @@ def build(vmid: int, conf: dict[str, str]) -> list[str]:
     cores = int(conf.get("cores", "1"))
     vcpus = sockets * cores
     name = conf.get("name", f"vm{vmid}")
-    argv = ["/usr/bin/kvm", "-id", str(vmid), "-name", f"{name},debug-threads=on", "-no-shutdown",
-            "-chardev", f"socket,id=qmp,path=/var/run/qemu-server/{vmid}.qmp,server=on,wait=off",
-            "-mon", "chardev=qmp,mode=control",
-            "-chardev", "socket,id=qmp-event,path=/var/run/qmeventd.sock,reconnect-ms=5000",
-            "-mon", "chardev=qmp-event,mode=control",
-            "-pidfile", f"/var/run/qemu-server/{vmid}.pid", "-daemonize"]
+    argv = [
+        "/usr/bin/kvm",
+        "-id",
+        str(vmid),
+        "-name",
+        f"{name},debug-threads=on",
+        "-no-shutdown",
+        "-chardev",
+        f"socket,id=qmp,path=/var/run/qemu-server/{vmid}.qmp,server=on,wait=off",
+        "-mon",
+        "chardev=qmp,mode=control",
+        "-chardev",
+        "socket,id=qmp-event,path=/var/run/qmeventd.sock,reconnect-ms=5000",
+        "-mon",
+        "chardev=qmp-event,mode=control",
+        "-pidfile",
+        f"/var/run/qemu-server/{vmid}.pid",
+        "-daemonize",
+    ]
     if "smbios1" in conf:
         argv += ["-smbios", f"type=1,{conf['smbios1']}"]
     ovmf = conf.get("bios") == "ovmf"
@@ -80,17 +93,27 @@ def build(vmid: int, conf: dict[str, str]) -> list[str]:
         if "efidisk0" in conf:
             volume = conf["efidisk0"].split(",", 1)[0]
             argv += ["-drive", f"if=pflash,unit=1,id=drive-efidisk0,format=raw,file=/dev/pve/{volume.split(':')[-1]}"]
-    argv += ["-smp", f"{vcpus},sockets={sockets},cores={cores},maxcpus={vcpus}", "-nodefaults",
-             "-boot", "menu=on,strict=on,reboot-timeout=1000,splash=/usr/share/qemu-server/bootsplash.jpg",
-             "-vnc", f"unix:/var/run/qemu-server/{vmid}.vnc,password=on"]
+    argv += [
+        "-smp",
+        f"{vcpus},sockets={sockets},cores={cores},maxcpus={vcpus}",
+        "-nodefaults",
+        "-boot",
+        "menu=on,strict=on,reboot-timeout=1000,splash=/usr/share/qemu-server/bootsplash.jpg",
+        "-vnc",
+        f"unix:/var/run/qemu-server/{vmid}.vnc,password=on",
+    ]
     hostpci = {int(k[7:]): conf[k] for k in conf if re.fullmatch(r"hostpci\d+", k)}
     hide_kvm = any(parse_hostpci(v).get("x-vga") == "1" for v in hostpci.values())
     argv += ["-cpu", _cpu(conf, hide_kvm), "-m", conf.get("memory", "512").split(",")[0].replace("current=", "")]
     if q35:
         argv += ["-readconfig", "/usr/share/qemu-server/pve-q35-4.0.cfg"]
     else:
-        argv += ["-device", "pci-bridge,id=pci.1,chassis_nr=1,bus=pci.0,addr=0x1e",
-                 "-device", "pci-bridge,id=pci.2,chassis_nr=2,bus=pci.0,addr=0x1f"]
+        argv += [
+            "-device",
+            "pci-bridge,id=pci.1,chassis_nr=1,bus=pci.0,addr=0x1e",
+            "-device",
+            "pci-bridge,id=pci.2,chassis_nr=2,bus=pci.0,addr=0x1f",
+        ]
     if "vmgenid" in conf and conf["vmgenid"] != "0":
         argv += ["-device", f"vmgenid,guid={conf['vmgenid']}"]
     argv += _hostpci_devices(hostpci, q35)
@@ -99,10 +122,14 @@ def build(vmid: int, conf: dict[str, str]) -> list[str]:
         n = key[3:]
         props = conf[key].split(",")
         model, _, mac = props[0].partition("=")
-        argv += ["-netdev", f"type=tap,id={key},ifname=tap{vmid}i{n},script=/usr/libexec/qemu-server/pve-bridge,"
-                            "downscript=/usr/libexec/qemu-server/pve-bridgedown,vhost=on",
-                 "-device", f"{'virtio-net-pci' if model == 'virtio' else model},mac={mac},netdev={key},"
-                            f"bus=pci.0,addr={hex(0x12 + int(n))},id={key}"]
+        argv += [
+            "-netdev",
+            f"type=tap,id={key},ifname=tap{vmid}i{n},script=/usr/libexec/qemu-server/pve-bridge,"
+            "downscript=/usr/libexec/qemu-server/pve-bridgedown,vhost=on",
+            "-device",
+            f"{'virtio-net-pci' if model == 'virtio' else model},mac={mac},netdev={key},"
+            f"bus=pci.0,addr={hex(0x12 + int(n))},id={key}",
+        ]
     machine = [f"type={mtype}"]
     if ovmf:
         machine.insert(0, "pflash0=pflash0,pflash1=drive-efidisk0")
@@ -122,8 +149,11 @@ def _hostpci_devices(hostpci: dict[int, str], q35: bool) -> list[str]:
         if pcie:
             port = f"ich9-pcie-port-{index + 1}"
             if index >= 4:
-                argv += ["-device", f"pcie-root-port,id={port},addr=10.{index - 4},x-speed=16,x-width=32,"
-                                    f"multifunction=on,bus=pcie.0,port={index + 1},chassis={index + 1}"]
+                argv += [
+                    "-device",
+                    f"pcie-root-port,id={port},addr=10.{index - 4},x-speed=16,x-width=32,"
+                    f"multifunction=on,bus=pcie.0,port={index + 1},chassis={index + 1}",
+                ]
             bus, addr = port, "0x0"
         else:
             bus, addr = ("pci.0", _LEGACY_PCI_ADDR[index]) if index in _LEGACY_PCI_ADDR else ("pci.1", hex(index))
@@ -143,5 +173,8 @@ def _hostpci_devices(hostpci: dict[int, str], q35: bool) -> list[str]:
             dev_id = f"hostpci{index}.{fn}" if multifunction else f"hostpci{index}"
             dev_addr = f"{addr}.{fn}" if multifunction else addr
             mf = ",multifunction=on" if multifunction and fn == 0 else ""
-            argv += ["-device", f"vfio-pci,host={dev},id={dev_id},bus={bus},addr={dev_addr}{mf}{extra if fn == 0 else ''}"]
+            argv += [
+                "-device",
+                f"vfio-pci,host={dev},id={dev_id},bus={bus},addr={dev_addr}{mf}{extra if fn == 0 else ''}",
+            ]
     return argv

@@ -11,10 +11,34 @@ from gpuhost.lab.node.state import load as load_state
 from gpuhost.pve.config import GuestConfig, new_config
 
 # pve-container's $LXC_FASTPLUG_OPTIONS plus what vmconfig_hotplug_pending changes live
-_HOTPLUG = {"description", "onboot", "startup", "protection", "hostname", "hookscript", "cores", "tags", "lock",
-            "memory", "swap", "cpulimit", "cpuunits"}
-_INT_KEYS = {"memory", "swap", "cores", "cpuunits", "onboot", "protection", "unprivileged", "console", "tty",
-             "template", "debug"}
+_HOTPLUG = {
+    "description",
+    "onboot",
+    "startup",
+    "protection",
+    "hostname",
+    "hookscript",
+    "cores",
+    "tags",
+    "lock",
+    "memory",
+    "swap",
+    "cpulimit",
+    "cpuunits",
+}
+_INT_KEYS = {
+    "memory",
+    "swap",
+    "cores",
+    "cpuunits",
+    "onboot",
+    "protection",
+    "unprivileged",
+    "console",
+    "tty",
+    "template",
+    "debug",
+}
 TEMPLATE_DIR = "/var/lib/vz/template/cache"
 
 
@@ -51,10 +75,17 @@ def status(vmid: int) -> dict[str, object]:
     conf = guests.load("lxc", vmid)
     cur = pending.current(conf)
     pid = ct_runtime.init_pid(vmid)
-    out: dict[str, object] = {"vmid": vmid, "name": cur.get("hostname", f"CT{vmid}"),
-                              "status": "running" if pid else "stopped", "type": "lxc",
-                              "cpus": int(cur.get("cores", "1")), "maxmem": int(cur.get("memory", "512")) * 1048576,
-                              "maxswap": int(cur.get("swap", "512")) * 1048576, "uptime": 0, "ha": {"managed": 0}}
+    out: dict[str, object] = {
+        "vmid": vmid,
+        "name": cur.get("hostname", f"CT{vmid}"),
+        "status": "running" if pid else "stopped",
+        "type": "lxc",
+        "cpus": int(cur.get("cores", "1")),
+        "maxmem": int(cur.get("memory", "512")) * 1048576,
+        "maxswap": int(cur.get("swap", "512")) * 1048576,
+        "uptime": 0,
+        "ha": {"managed": 0},
+    }
     if pid:
         out["pid"] = pid
     return out
@@ -78,7 +109,9 @@ def check_params(params: dict[str, str]) -> None:
 def _validate(params: dict[str, str]) -> None:
     for key in list(params):
         if key.startswith("lxc."):
-            raise param_error({key: "property is not defined in schema and the schema does not allow additional properties"})
+            raise param_error(
+                {key: "property is not defined in schema and the schema does not allow additional properties"}
+            )
         schema.check_key("lxc", key)
         params[key] = schema.check_value("lxc", key, params[key])
         if key == "hostname":
@@ -106,8 +139,9 @@ def _check_volume_string(key: str, value: str) -> None:
     formats.check_volume_id(volume)
 
 
-def update(vmid: int, params: dict[str, str], delete: list[str], revert: list[str], *, authuser: str,
-           digest: str | None = None) -> list[str]:
+def update(
+    vmid: int, params: dict[str, str], delete: list[str], revert: list[str], *, authuser: str, digest: str | None = None
+) -> list[str]:
     _validate(params)
     deletes = [(k.lstrip("!"), k.startswith("!")) for k in delete]
     for key, _ in deletes:
@@ -146,8 +180,14 @@ def create(vmid: int, ostemplate: str, params: dict[str, str], *, authuser: str)
         store, size, rest = m.group(1), m.group(2), m.group(3) or ""
         volume = f"subvol-{vmid}-disk-0" if store.endswith("zfs") else f"vm-{vmid}-disk-0"
         rootfs = f"{store}:{volume}{rest},size={size}G"
-    options = {"arch": "amd64", "ostype": "debian", "hostname": f"CT{vmid}", "memory": "512", "swap": "512",
-               "rootfs": rootfs}
+    options = {
+        "arch": "amd64",
+        "ostype": "debian",
+        "hostname": f"CT{vmid}",
+        "memory": "512",
+        "swap": "512",
+        "rootfs": rootfs,
+    }
     options.update(params)
     conf = new_config("lxc", options)
     guests.create("lxc", vmid, conf)
@@ -223,8 +263,15 @@ def storage_content(storage: str, content: str | None) -> list[dict[str, object]
     out: list[dict[str, object]] = []
     if content in (None, "vztmpl") and os.path.isdir(TEMPLATE_DIR):
         for name in sorted(os.listdir(TEMPLATE_DIR)):
-            out.append({"volid": f"local:vztmpl/{name}", "content": "vztmpl", "format": "tzst",
-                        "size": os.path.getsize(f"{TEMPLATE_DIR}/{name}"), "ctime": 1731337200})
+            out.append(
+                {
+                    "volid": f"local:vztmpl/{name}",
+                    "content": "vztmpl",
+                    "format": "tzst",
+                    "size": os.path.getsize(f"{TEMPLATE_DIR}/{name}"),
+                    "ctime": 1731337200,
+                }
+            )
     return out
 
 

@@ -53,6 +53,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def _authuser(self, method: str) -> str:
         from gpuhost.lab.node import auth
+
         header = self.headers.get("Authorization", "")
         if header.startswith("PVEAPIToken"):
             return auth.verify_token(header)
@@ -65,18 +66,23 @@ class Handler(BaseHTTPRequestHandler):
         return userid
 
     def _dispatch(self, method: str) -> None:
-        from gpuhost.lab.node import api, auth   # imported on first use: keeps node boot fast
+        from gpuhost.lab.node import api, auth  # imported on first use: keeps node boot fast
+
         try:
             params = self._params()
             path = urlsplit(self.path).path
             if not path.startswith(PREFIX):
                 raise PveError(f"Method '{method} {path}' not implemented", http_status=501)
-            path = path[len(PREFIX):] or "/"
+            path = path[len(PREFIX) :] or "/"
             if path.rstrip("/") == "/access/ticket" and method == "POST":
                 userid = auth.check_password(params.get("username", ""), params.get("password", ""))
                 ticket, csrf = auth.new_ticket(userid)
-                data: object = {"ticket": ticket, "CSRFPreventionToken": csrf, "username": userid,
-                                "cap": {"vms": {}, "nodes": {}, "storage": {}, "access": {}, "dc": {}}}
+                data: object = {
+                    "ticket": ticket,
+                    "CSRFPreventionToken": csrf,
+                    "username": userid,
+                    "cap": {"vms": {}, "nodes": {}, "storage": {}, "access": {}, "dc": {}},
+                }
             else:
                 data = api.handle(method, path, params, self._authuser(method))
             self._reply(200, "OK", {"data": data})

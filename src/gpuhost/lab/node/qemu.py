@@ -19,10 +19,41 @@ from gpuhost.pve.config import GuestConfig, new_config
 
 RUN_DIR = "/var/run/qemu-server"
 # qemu-server's $fast_plug_option: applied to a running VM at once
-_FAST_PLUG = {"name", "hotplug", "onboot", "shares", "startup", "description", "protection",
-              "vmstatestorage", "hookscript", "tags", "lock", "cpulimit", "cpuunits"}
-_INT_KEYS = {"memory", "cores", "sockets", "vcpus", "balloon", "shares", "cpuunits", "onboot", "numa",
-             "protection", "template", "tablet", "acpi", "kvm", "localtime", "autostart", "reboot", "freeze"}
+_FAST_PLUG = {
+    "name",
+    "hotplug",
+    "onboot",
+    "shares",
+    "startup",
+    "description",
+    "protection",
+    "vmstatestorage",
+    "hookscript",
+    "tags",
+    "lock",
+    "cpulimit",
+    "cpuunits",
+}
+_INT_KEYS = {
+    "memory",
+    "cores",
+    "sockets",
+    "vcpus",
+    "balloon",
+    "shares",
+    "cpuunits",
+    "onboot",
+    "numa",
+    "protection",
+    "template",
+    "tablet",
+    "acpi",
+    "kvm",
+    "localtime",
+    "autostart",
+    "reboot",
+    "freeze",
+}
 
 
 def _hotpluggable(conf: GuestConfig, key: str) -> bool:
@@ -49,6 +80,7 @@ def typed(options: dict[str, str]) -> dict[str, object]:
 
 
 # ---- reading ---------------------------------------------------------------------------------
+
 
 def config(vmid: int, current: bool = False, snapshot: str | None = None) -> dict[str, object]:
     conf = guests.load("qemu", vmid)
@@ -87,18 +119,23 @@ def status(vmid: int) -> dict[str, object]:
     cur = pending.current(conf)
     mtype, _ = kvm_cmdline.machine_type(cur)
     out: dict[str, object] = {
-        "vmid": vmid, "name": cur.get("name", f"VM {vmid}"), "status": "running" if pid else "stopped",
-        "qmpstatus": "running" if pid else "stopped", "cpus": int(cur.get("cores", "1")) * int(cur.get("sockets", "1")),
+        "vmid": vmid,
+        "name": cur.get("name", f"VM {vmid}"),
+        "status": "running" if pid else "stopped",
+        "qmpstatus": "running" if pid else "stopped",
+        "cpus": int(cur.get("cores", "1")) * int(cur.get("sockets", "1")),
         "maxmem": int(cur.get("memory", "512").split(",")[0].replace("current=", "")) * 1024 * 1024,
-        "uptime": 0, "ha": {"managed": 0},
+        "uptime": 0,
+        "ha": {"managed": 0},
     }
     if pid:
         out["pid"] = pid
         out["uptime"] = int(time.time() - os.stat(f"/proc/{pid}").st_mtime)
         qemu_version = {8: "9.0.2", 9: "10.0.2"}.get(load_state().pve, "9.0.2")
         family = "pc-q35" if mtype.startswith(("q35", "pc-q35")) else "pc-i440fx"
-        out["running-machine"] = mtype if mtype[:2] == "pc" and mtype[2:3] == "-" else \
-            f"{family}-{qemu_version.rsplit('.', 1)[0]}+pve0"
+        out["running-machine"] = (
+            mtype if mtype[:2] == "pc" and mtype[2:3] == "-" else f"{family}-{qemu_version.rsplit('.', 1)[0]}+pve0"
+        )
         out["running-qemu"] = qemu_version
     return out
 
@@ -110,8 +147,17 @@ def showcmd(vmid: int, pretty: bool = False) -> str:
 
 # ---- changing --------------------------------------------------------------------------------
 
-def update(vmid: int, params: dict[str, str], delete: list[str], revert: list[str], *, authuser: str,
-           digest: str | None = None, skiplock: bool = False) -> list[str]:
+
+def update(
+    vmid: int,
+    params: dict[str, str],
+    delete: list[str],
+    revert: list[str],
+    *,
+    authuser: str,
+    digest: str | None = None,
+    skiplock: bool = False,
+) -> list[str]:
     """qm set / PUT config. Returns the keys still pending (non-hotpluggable on a running VM)."""
     for key in list(params):
         schema.check_key("qemu", key)
@@ -122,13 +168,16 @@ def update(vmid: int, params: dict[str, str], delete: list[str], revert: list[st
         if key in params:
             raise PveError(f"unable to delete and set the same option '{key}'", http_status=400)
     if skiplock and authuser != schema.ROOT:
-        raise PveError("Only root may use this option.", http_status=400, errors={"skiplock": "Only root may use this option."})
+        raise PveError(
+            "Only root may use this option.", http_status=400, errors={"skiplock": "Only root may use this option."}
+        )
     with guests.locked("qemu", vmid):
         conf = guests.load("qemu", vmid)
         guests.check_digest(conf, digest)
         guests.check_lock(conf, vmid, skiplock)
-        schema.check_vm_modify_perm(authuser, list(params) + [k for k, _ in deletes] + revert, params,
-                                    pending.effective(conf))
+        schema.check_vm_modify_perm(
+            authuser, list(params) + [k for k, _ in deletes] + revert, params, pending.effective(conf)
+        )
         pending.stage(conf, params, deletes, revert)
         if running_pid(vmid):
             pending.apply(conf, lambda key: _hotpluggable(conf, key))
@@ -161,7 +210,7 @@ def start(vmid: int, skiplock: bool = False) -> None:
         if running_pid(vmid):
             raise PveError(f"VM {vmid} already running")
         guests.check_lock(conf, vmid, skiplock)
-        if conf.pending is not None:        # a cold start applies every pending change
+        if conf.pending is not None:  # a cold start applies every pending change
             pending.apply(conf)
             guests.save("qemu", vmid, conf)
         argv = kvm_cmdline.build(vmid, pending.current(conf))
@@ -169,17 +218,24 @@ def start(vmid: int, skiplock: bool = False) -> None:
             if index.startswith("hostpci"):
                 _check_devices_present(value)
         os.makedirs(RUN_DIR, exist_ok=True)
-        subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                         start_new_session=True, close_fds=True)
+        subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            close_fds=True,
+        )
         deadline = time.monotonic() + 5
         while running_pid(vmid) is None:
             if time.monotonic() > deadline:
-                raise PveError(f"start failed: QEMU exited with code 1")
+                raise PveError("start failed: QEMU exited with code 1")
             time.sleep(0.01)
 
 
 def _check_devices_present(value: str) -> None:
     from gpuhost.lab.node import pci
+
     props = schema.parse_hostpci(value)
     for pci_id in props.get("host", "").split(";") if props.get("host") else []:
         if not pci.functions(pci_id):
@@ -225,11 +281,21 @@ def list_vms() -> list[dict[str, object]]:
             st = status(vmid)
         except PveError:
             continue
-        out.append({"vmid": vmid, "name": st["name"], "status": st["status"], "cpus": st["cpus"],
-                    "maxmem": st["maxmem"], "uptime": st["uptime"], **({"pid": st["pid"]} if "pid" in st else {})})
+        out.append(
+            {
+                "vmid": vmid,
+                "name": st["name"],
+                "status": st["status"],
+                "cpus": st["cpus"],
+                "maxmem": st["maxmem"],
+                "uptime": st["uptime"],
+                **({"pid": st["pid"]} if "pid" in st else {}),
+            }
+        )
     return out
 
 
 def _uuid() -> str:
     import uuid
+
     return str(uuid.uuid4())

@@ -17,34 +17,119 @@ _QEMU_KEYS = re.compile(
     r"onboot|ostype|parallel[0-2]|protection|reboot|rng0|sata[0-5]|scsi(?:[0-9]|[12][0-9]|30)|scsihw|"
     r"searchdomain|serial[0-3]|shares|smbios1|smp|sockets|spice_enhancements|sshkeys|startdate|startup|tablet|"
     r"tags|tdf|template|tpmstate0|unused\d+|usb\d+|vcpus|vga|virtio(?:[0-9]|1[0-5])|virtiofs\d|vmgenid|"
-    r"vmstatestorage|watchdog)$")
+    r"vmstatestorage|watchdog)$"
+)
 _LXC_KEYS = re.compile(
     r"^(arch|cmode|console|cores|cpulimit|cpuunits|debug|description|dev(?:\d|\d\d|1\d\d|2[0-4]\d|25[0-5])|"
     r"entrypoint|env|features|hookscript|hostname|lock|memory|mp\d+|nameserver|net\d+|onboot|ostype|protection|"
-    r"rootfs|searchdomain|startup|swap|tags|template|timezone|tty|unprivileged|unused\d+)$")
+    r"rootfs|searchdomain|startup|swap|tags|template|timezone|tty|unprivileged|unused\d+)$"
+)
 _INTEGER_KEYS = {"memory", "cores", "sockets", "vcpus", "balloon", "shares", "swap", "tty", "cpuunits"}
-_BOOLEAN_KEYS = {"onboot", "numa", "protection", "template", "tablet", "acpi", "kvm", "localtime",
-                 "unprivileged", "console", "debug", "autostart", "reboot", "freeze"}
+_BOOLEAN_KEYS = {
+    "onboot",
+    "numa",
+    "protection",
+    "template",
+    "tablet",
+    "acpi",
+    "kvm",
+    "localtime",
+    "unprivileged",
+    "console",
+    "debug",
+    "autostart",
+    "reboot",
+    "freeze",
+}
 _HOSTPCI_ID = re.compile(r"^(?:[a-f0-9]{4,}:)?[a-f0-9]{2}:[a-f0-9]{2}(?:\.[a-f0-9])?$", re.IGNORECASE)
-_HOSTPCI_KEYS = {"host", "device-id", "driver", "legacy-igd", "mapping", "mdev", "pcie", "rombar", "romfile",
-                 "sub-device-id", "sub-vendor-id", "vendor-id", "x-vga"}
+_HOSTPCI_KEYS = {
+    "host",
+    "device-id",
+    "driver",
+    "legacy-igd",
+    "mapping",
+    "mdev",
+    "pcie",
+    "rombar",
+    "romfile",
+    "sub-device-id",
+    "sub-vendor-id",
+    "vendor-id",
+    "x-vga",
+}
 _DEV_KEYS = {"path", "deny-write", "gid", "mode", "uid"}
-_MACHINE = re.compile(r"^(?:type=)?(pc|pc(-i440fx)?-\d+(\.\d+)+(\+pve\d+)?(\.pxe)?|q35|pc-q35-\d+(\.\d+)+(\+pve\d+)?"
-                      r"(\.pxe)?|virt(?:-\d+(\.\d+)+)?)(,.*)?$")
+_MACHINE = re.compile(
+    r"^(?:type=)?(pc|pc(-i440fx)?-\d+(\.\d+)+(\+pve\d+)?(\.pxe)?|q35|pc-q35-\d+(\.\d+)+(\+pve\d+)?"
+    r"(\.pxe)?|virt(?:-\d+(\.\d+)+)?)(,.*)?$"
+)
 
 # qemu-server API2/Qemu.pm check_vm_modify_config_perm: options an ordinary privilege covers.
 _VM_PRIV_OPTIONS = {
-    "cores", "cpu", "cpulimit", "cpuunits", "numa", "smp", "sockets", "vcpus", "affinity",
-    "memory", "balloon", "shares",
-    "acpi", "hotplug", "kvm", "machine", "scsihw", "smbios1", "tablet", "vga", "watchdog", "audio0", "rng0",
-    "agent", "autostart", "bios", "description", "keyboard", "localtime", "migrate_downtime", "migrate_speed",
-    "name", "onboot", "ostype", "protection", "reboot", "startdate", "startup", "tdf", "template",
-    "freeze", "boot", "bootdisk", "vmstatestorage", "cicustom", "cipassword", "citype", "ciuser", "ciupgrade",
-    "nameserver", "searchdomain", "sshkeys", "tags", "meta", "vmgenid", "spice_enhancements", "ivshmem",
-    "hugepages", "keephugepages", "arch",
+    "cores",
+    "cpu",
+    "cpulimit",
+    "cpuunits",
+    "numa",
+    "smp",
+    "sockets",
+    "vcpus",
+    "affinity",
+    "memory",
+    "balloon",
+    "shares",
+    "acpi",
+    "hotplug",
+    "kvm",
+    "machine",
+    "scsihw",
+    "smbios1",
+    "tablet",
+    "vga",
+    "watchdog",
+    "audio0",
+    "rng0",
+    "agent",
+    "autostart",
+    "bios",
+    "description",
+    "keyboard",
+    "localtime",
+    "migrate_downtime",
+    "migrate_speed",
+    "name",
+    "onboot",
+    "ostype",
+    "protection",
+    "reboot",
+    "startdate",
+    "startup",
+    "tdf",
+    "template",
+    "freeze",
+    "boot",
+    "bootdisk",
+    "vmstatestorage",
+    "cicustom",
+    "cipassword",
+    "citype",
+    "ciuser",
+    "ciupgrade",
+    "nameserver",
+    "searchdomain",
+    "sshkeys",
+    "tags",
+    "meta",
+    "vmgenid",
+    "spice_enhancements",
+    "ivshmem",
+    "hugepages",
+    "keephugepages",
+    "arch",
 }
-_VM_PRIV_PATTERNS = re.compile(r"^(net\d+|ipconfig\d+|numa\d+|unused\d+|serial\d|usb\d+|ide\d|sata\d+|scsi\d+|"
-                               r"virtio\d+|efidisk0|tpmstate0|parallel\d|virtiofs\d|cdrom)$")
+_VM_PRIV_PATTERNS = re.compile(
+    r"^(net\d+|ipconfig\d+|numa\d+|unused\d+|serial\d|usb\d+|ide\d|sata\d+|scsi\d+|"
+    r"virtio\d+|efidisk0|tpmstate0|parallel\d|virtiofs\d|cdrom)$"
+)
 
 
 def check_key(kind: str, key: str) -> None:
@@ -67,7 +152,7 @@ def check_value(kind: str, key: str, value: str) -> str:
     if kind == "qemu" and key.startswith("hostpci"):
         _check_hostpci(key, value)
     if kind == "qemu" and key == "machine" and not _MACHINE.match(value):
-        raise param_error({key: f"value does not match the regex pattern"})
+        raise param_error({key: "value does not match the regex pattern"})
     if kind == "qemu" and key == "bios" and value not in ("seabios", "ovmf"):
         raise param_error({key: f"value '{value}' does not have a value in the enumeration 'seabios, ovmf'"})
     if kind == "lxc" and key.startswith("dev"):
@@ -110,8 +195,8 @@ def parse_device(key: str, value: str) -> dict[str, str]:
 
 # ---- permissions ---------------------------------------------------------------------------
 
-def check_vm_modify_perm(authuser: str, keys: list[str], values: dict[str, str],
-                         current: dict[str, str]) -> None:
+
+def check_vm_modify_perm(authuser: str, keys: list[str], values: dict[str, str], current: dict[str, str]) -> None:
     """qemu-server's checks for setting or deleting options, for anyone but root@pam."""
     if authuser == ROOT:
         return

@@ -129,8 +129,9 @@ def _run_sync(name: str, commands: list[tuple[list[str], bool]], env: dict[str, 
     for argv, ignore in commands:
         with _log(name) as log:
             try:
-                rc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
-                                    timeout=ONESHOT_TIMEOUT_S).returncode
+                rc = subprocess.run(
+                    argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env, timeout=ONESHOT_TIMEOUT_S
+                ).returncode
             except (OSError, subprocess.TimeoutExpired) as exc:
                 log.write(f"{exc}\n".encode())
                 rc = 203
@@ -141,8 +142,11 @@ def _run_sync(name: str, commands: list[tuple[list[str], bool]], env: dict[str, 
 
 def _failed(name: str) -> UnitError:
     write_state(name, active="failed", sub="failed", result="exit-code")
-    return UnitError(f"Job for {name} failed because the control process exited with error code.\n"
-                     f"See \"systemctl status {name}\" and \"journalctl -xeu {name}\" for details.", 1)
+    return UnitError(
+        f"Job for {name} failed because the control process exited with error code.\n"
+        f'See "systemctl status {name}" and "journalctl -xeu {name}" for details.',
+        1,
+    )
 
 
 def start(name: str) -> None:
@@ -167,8 +171,15 @@ def start(name: str) -> None:
         argv, _ = main[0]
         try:
             with _log(name) as log:
-                proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
-                                        start_new_session=True, close_fds=True)
+                proc = subprocess.Popen(
+                    argv,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=log,
+                    env=env,
+                    start_new_session=True,
+                    close_fds=True,
+                )
         except OSError:
             raise _failed(name) from None
         if kind == "forking":

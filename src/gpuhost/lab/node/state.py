@@ -17,20 +17,20 @@ from gpuhost.lab.node import paths
 class NodeState:
     name: str
     address: str
-    boot: str                     # "grub" | "systemd-boot"
-    cpu: str                      # "amd" | "intel"
-    pve: int                      # 8 | 9
-    kernel: str                   # running kernel release, e.g. "6.8.12-4-pve"
-    root_fs: str                  # "zfs" | "lvm"
+    boot: str  # "grub" | "systemd-boot"
+    cpu: str  # "amd" | "intel"
+    pve: int  # 8 | 9
+    kernel: str  # running kernel release, e.g. "6.8.12-4-pve"
+    root_fs: str  # "zfs" | "lvm"
     esp_uuids: list[str] = field(default_factory=list)
     token_id: str = "root@pam!gpuhost"
-    extra: dict[str, Any] = field(default_factory=dict)   # room for later parts (GPUs, ...)
+    extra: dict[str, Any] = field(default_factory=dict)  # room for later parts (GPUs, ...)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2, sort_keys=True) + "\n"
 
     @classmethod
-    def from_json(cls, text: str) -> "NodeState":
+    def from_json(cls, text: str) -> NodeState:
         return cls(**json.loads(text))
 
 

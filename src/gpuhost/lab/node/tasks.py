@@ -7,7 +7,7 @@ import json
 import os
 import time
 import traceback
-from typing import Callable
+from collections.abc import Callable
 
 from gpuhost.lab.node import paths
 from gpuhost.lab.node.errors import PveError
@@ -40,9 +40,20 @@ def run(node: str, task_type: str, task_id: str, user: str, work: Callable[[], l
         lines = lines + ["TASK OK"]
     os.makedirs(paths.TASKS_DIR, exist_ok=True)
     fields = upid.split(":")
-    record = {"upid": upid, "node": node, "pid": int(fields[2], 16), "pstart": int(fields[3], 16),
-              "starttime": started, "endtime": int(time.time()), "type": task_type, "id": task_id, "user": user,
-              "status": "stopped", "exitstatus": exitstatus, "log": lines}
+    record = {
+        "upid": upid,
+        "node": node,
+        "pid": int(fields[2], 16),
+        "pstart": int(fields[3], 16),
+        "starttime": started,
+        "endtime": int(time.time()),
+        "type": task_type,
+        "id": task_id,
+        "user": user,
+        "status": "stopped",
+        "exitstatus": exitstatus,
+        "log": lines,
+    }
     with open(_file(upid), "w") as fh:
         json.dump(record, fh)
     return upid
@@ -53,7 +64,7 @@ def _load(upid: str) -> dict[str, object]:
         with open(_file(upid)) as fh:
             return json.load(fh)
     except FileNotFoundError:
-        raise PveError(f"no such task", http_status=500) from None
+        raise PveError("no such task", http_status=500) from None
 
 
 def status(upid: str) -> dict[str, object]:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from gpuhost.lab.pypi.wheel import normalize
 
-SERVED_ROOT = "/srv/gpuhost-lab"           # what the node serves over HTTP
+SERVED_ROOT = "/srv/gpuhost-lab"  # what the node serves over HTTP
 NODE_DIR = f"{SERVED_ROOT}/pypi"
-PORT = 3141                                # devpi's port, on the node's own address
+PORT = 3141  # devpi's port, on the node's own address
 
 
 def index_url(address: str) -> str:
@@ -42,11 +42,14 @@ def write_index(root: Path, files: list[Path]) -> Path:
             sha = hashlib.sha256((d / f.name).read_bytes()).hexdigest()
             name = html.escape(f.name)
             links.append(f'    <a href="{name}#sha256={sha}">{name}</a><br/>\n')
-        (d / "index.html").write_text(f"<!DOCTYPE html>\n<html>\n  <head><meta name=\"pypi:repository-version\" "
-                                      f"content=\"1.0\"><title>Links for {project}</title></head>\n  <body>\n"
-                                      f"    <h1>Links for {project}</h1>\n" + "".join(links) + "  </body>\n</html>\n")
+        (d / "index.html").write_text(
+            f'<!DOCTYPE html>\n<html>\n  <head><meta name="pypi:repository-version" '
+            f'content="1.0"><title>Links for {project}</title></head>\n  <body>\n'
+            f"    <h1>Links for {project}</h1>\n" + "".join(links) + "  </body>\n</html>\n"
+        )
     body = "".join(f'    <a href="{p}/">{p}</a><br/>\n' for p in sorted(projects))
-    (simple / "index.html").write_text("<!DOCTYPE html>\n<html>\n  <head><meta name=\"pypi:repository-version\" "
-                                       "content=\"1.0\"><title>Simple index</title></head>\n  <body>\n" + body +
-                                       "  </body>\n</html>\n")
+    (simple / "index.html").write_text(
+        '<!DOCTYPE html>\n<html>\n  <head><meta name="pypi:repository-version" '
+        'content="1.0"><title>Simple index</title></head>\n  <body>\n' + body + "  </body>\n</html>\n"
+    )
     return simple

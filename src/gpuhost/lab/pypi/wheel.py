@@ -13,6 +13,7 @@ EPOCH = (2026, 10, 30, 0, 0, 0)
 def normalize(name: str) -> str:
     """PEP 503 project name normalisation."""
     import re
+
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
@@ -20,9 +21,17 @@ def _digest(data: bytes) -> str:
     return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 
-def build(out_dir: Path, name: str, version: str, files: dict[str, bytes], *, summary: str,
-          requires: list[str] | None = None, requires_python: str | None = None,
-          console_scripts: dict[str, str] | None = None) -> Path:
+def build(
+    out_dir: Path,
+    name: str,
+    version: str,
+    files: dict[str, bytes],
+    *,
+    summary: str,
+    requires: list[str] | None = None,
+    requires_python: str | None = None,
+    console_scripts: dict[str, str] | None = None,
+) -> Path:
     dist = name.replace("-", "_")
     info = f"{dist}-{version}.dist-info"
     meta = ["Metadata-Version: 2.1", f"Name: {name}", f"Version: {version}", f"Summary: {summary}"]
@@ -31,11 +40,13 @@ def build(out_dir: Path, name: str, version: str, files: dict[str, bytes], *, su
     meta += [f"Requires-Dist: {r}" for r in requires or []]
     contents = dict(files)
     contents[f"{info}/METADATA"] = ("\n".join(meta) + "\n\nBuilt by the gpuhost lab for offline tests.\n").encode()
-    contents[f"{info}/WHEEL"] = (b"Wheel-Version: 1.0\nGenerator: gpuhost-lab\nRoot-Is-Purelib: true\n"
-                                 b"Tag: py3-none-any\n")
+    contents[f"{info}/WHEEL"] = (
+        b"Wheel-Version: 1.0\nGenerator: gpuhost-lab\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    )
     if console_scripts:
-        contents[f"{info}/entry_points.txt"] = ("[console_scripts]\n" + "".join(
-            f"{k} = {v}\n" for k, v in console_scripts.items())).encode()
+        contents[f"{info}/entry_points.txt"] = (
+            "[console_scripts]\n" + "".join(f"{k} = {v}\n" for k, v in console_scripts.items())
+        ).encode()
     contents[f"{info}/top_level.txt"] = (min({p.split("/")[0] for p in files}) + "\n").encode()
     record = "".join(f"{p},{_digest(d)},{len(d)}\n" for p, d in sorted(contents.items())) + f"{info}/RECORD,,\n"
     contents[f"{info}/RECORD"] = record.encode()

@@ -22,7 +22,7 @@ class SglangRelease:
 
 
 RELEASES = (
-    SglangRelease("0.5.8.post1", "4.57.1", "0.6.1", "2.9.1", ">=3.10"),   # the seeds' first install
+    SglangRelease("0.5.8.post1", "4.57.1", "0.6.1", "2.9.1", ">=3.10"),  # the seeds' first install
     SglangRelease("0.5.23", "5.19.0", "0.7.2", "2.14.1", ">=3.11"),
 )
 #: transformers releases on the index; glm_moe_dsa arrived in 5.2.0
@@ -43,10 +43,11 @@ def _standin_files(version: str) -> dict[str, bytes]:
         if "__pycache__" in src.parts:
             continue
         if src.parent.name == "benchmark" and _version_tuple(version) < (0, 5, 15):
-            continue        # sglang.benchmark.serving arrived in 0.5.15; before, sglang.bench_serving was the module
+            continue  # sglang.benchmark.serving arrived in 0.5.15; before, sglang.bench_serving was the module
         files["sglang/" + src.relative_to(root).as_posix()] = src.read_bytes()
-    files["sglang/_lab/version.py"] = (f'"""The version this wheel was built for."""\n\n'
-                                       f'__version__ = "{version}"\n').encode()
+    files["sglang/_lab/version.py"] = (
+        f'"""The version this wheel was built for."""\n\n__version__ = "{version}"\n'
+    ).encode()
     table = flags_file(version)
     if not table.exists():
         raise LabError(f"no flag table for sglang {version} at {table}")
@@ -61,22 +62,52 @@ def _version_tuple(v: str) -> tuple[int, ...]:
 def build_all(out_dir: Path) -> list[Path]:
     out: list[Path] = []
     for rel in RELEASES:
-        out.append(wheel.build(
-            out_dir, "sglang", rel.version, _standin_files(rel.version),
-            summary="SGLang is a fast serving framework for large language models and vision language models.",
-            requires=[f"transformers=={rel.transformers}", f"flashinfer_python=={rel.flashinfer}",
-                      f"torch=={rel.torch}"],
-            requires_python=rel.requires_python, console_scripts={"sglang": "sglang.cli.main:main"}))
+        out.append(
+            wheel.build(
+                out_dir,
+                "sglang",
+                rel.version,
+                _standin_files(rel.version),
+                summary="SGLang is a fast serving framework for large language models and vision language models.",
+                requires=[
+                    f"transformers=={rel.transformers}",
+                    f"flashinfer_python=={rel.flashinfer}",
+                    f"torch=={rel.torch}",
+                ],
+                requires_python=rel.requires_python,
+                console_scripts={"sglang": "sglang.cli.main:main"},
+            )
+        )
     for v in TRANSFORMERS:
         known = list(BASE_MODEL_TYPES) + (["glm_moe_dsa"] if _version_tuple(v) >= GLM_MOE_DSA_SINCE else [])
         src = companions.TRANSFORMERS.format(version=v, known=known)
-        out.append(wheel.build(out_dir, "transformers", v, {"transformers/__init__.py": src.encode()},
-                               summary="State-of-the-art Machine Learning for JAX, PyTorch and TensorFlow"))
+        out.append(
+            wheel.build(
+                out_dir,
+                "transformers",
+                v,
+                {"transformers/__init__.py": src.encode()},
+                summary="State-of-the-art Machine Learning for JAX, PyTorch and TensorFlow",
+            )
+        )
     for v in sorted({r.torch for r in RELEASES}):
-        out.append(wheel.build(out_dir, "torch", v, {"torch/__init__.py": companions.TORCH.format(version=v).encode()},
-                               summary="Tensors and Dynamic neural networks in Python with strong GPU acceleration"))
+        out.append(
+            wheel.build(
+                out_dir,
+                "torch",
+                v,
+                {"torch/__init__.py": companions.TORCH.format(version=v).encode()},
+                summary="Tensors and Dynamic neural networks in Python with strong GPU acceleration",
+            )
+        )
     for v in sorted({r.flashinfer for r in RELEASES}):
-        out.append(wheel.build(out_dir, "flashinfer_python", v,
-                               {"flashinfer/__init__.py": companions.FLASHINFER.format(version=v).encode()},
-                               summary="FlashInfer: Kernel Library for LLM Serving"))
+        out.append(
+            wheel.build(
+                out_dir,
+                "flashinfer_python",
+                v,
+                {"flashinfer/__init__.py": companions.FLASHINFER.format(version=v).encode()},
+                summary="FlashInfer: Kernel Library for LLM Serving",
+            )
+        )
     return out

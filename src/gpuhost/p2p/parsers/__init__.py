@@ -51,8 +51,10 @@ def read_capture(text: str, *, source: str = "input") -> tuple[Evidence, ProbeRe
         return topo_matrix.parse(text), None
     if topo_p2p.looks_like(text):
         return topo_p2p.parse(text), None
-    raise ProbeError(f"{source}: not a format gpuhost reads (p2pBandwidthLatencyTest, nvbandwidth text, "
-                     "nccl-tests, nvidia-smi topo -m or -p2p, or a gpuhost probe report)")
+    raise ProbeError(
+        f"{source}: not a format gpuhost reads (p2pBandwidthLatencyTest, nvbandwidth text, "
+        "nccl-tests, nvidia-smi topo -m or -p2p, or a gpuhost probe report)"
+    )
 
 
 def read_capture_file(path: str | Path) -> tuple[Evidence, ProbeReport | None]:

@@ -13,11 +13,16 @@ import re
 from gpuhost.p2p.evidence import Evidence, GpuEvidence, PairEvidence, PathFigures
 from gpuhost.p2p.parsers.common import Matrix, number, strip_ansi
 
-MARKERS = ("P2P (Peer-to-Peer) GPU Bandwidth Latency Test", "Unidirectional P2P=Disabled Bandwidth Matrix",
-           "P2P Connectivity Matrix")
+MARKERS = (
+    "P2P (Peer-to-Peer) GPU Bandwidth Latency Test",
+    "Unidirectional P2P=Disabled Bandwidth Matrix",
+    "P2P Connectivity Matrix",
+)
 
-_DEVICE = re.compile(r"^Device:\s*(\d+),\s*(.+?),\s*pciBusID:\s*([0-9a-fA-F]+),\s*pciDeviceID:\s*([0-9a-fA-F]+),"
-                     r"\s*pciDomainID:\s*([0-9a-fA-F]+)")
+_DEVICE = re.compile(
+    r"^Device:\s*(\d+),\s*(.+?),\s*pciBusID:\s*([0-9a-fA-F]+),\s*pciDeviceID:\s*([0-9a-fA-F]+),"
+    r"\s*pciDomainID:\s*([0-9a-fA-F]+)"
+)
 _ACCESS = re.compile(r"^Device=(\d+)\s+(CAN|CANNOT)\s+Access Peer Device=(\d+)")
 _ROW = re.compile(r"^\s*(\d+)\s+([-\d.\s]+?)\s*$")
 
@@ -57,8 +62,13 @@ def parse_matrices(text: str) -> dict[tuple[str, str], Matrix]:
     for raw in text.splitlines():
         line = raw.strip()
         key = _section_key(line)
-        if key is not None or line.endswith("Matrix (GB/s)") or line.endswith("Matrix (us)") \
-                or line.startswith("P2P Connectivity Matrix") or line.startswith("NOTE:"):
+        if (
+            key is not None
+            or line.endswith("Matrix (GB/s)")
+            or line.endswith("Matrix (us)")
+            or line.startswith("P2P Connectivity Matrix")
+            or line.startswith("NOTE:")
+        ):
             if current is not None and rows:
                 out[current] = rows
             current, rows, in_cpu_block = key, {}, False
@@ -107,7 +117,7 @@ def parse(text: str) -> Evidence:
         m = _DEVICE.match(line)
         if m:
             idx = int(m.group(1))
-            bus = "%08X:%02X:%02X.0" % (int(m.group(5), 16), int(m.group(3), 16), int(m.group(4), 16))
+            bus = f"{int(m.group(5), 16):08X}:{int(m.group(3), 16):02X}:{int(m.group(4), 16):02X}.0"
             gpus[idx] = GpuEvidence(index=idx, name=m.group(2).strip(), bus_id=bus)
             continue
         m = _ACCESS.match(line)
@@ -136,28 +146,40 @@ def parse(text: str) -> Evidence:
             if i == j:
                 continue
             can = access.get((i, j))
-            staged = PathFigures(cell("staged", "uni", i, j), cell("staged", "bidi", i, j),
-                                 cell("staged", "latency", i, j))
+            staged = PathFigures(
+                cell("staged", "uni", i, j), cell("staged", "bidi", i, j), cell("staged", "latency", i, j)
+            )
             pair = PairEvidence(src=i, dst=j, can_access_peer=can, staged=staged)
             if can or (can is None and not access):
-                pair.p2p = PathFigures(cell("p2p", "uni", i, j), cell("p2p", "bidi", i, j),
-                                       cell("p2p", "latency", i, j))
+                pair.p2p = PathFigures(
+                    cell("p2p", "uni", i, j), cell("p2p", "bidi", i, j), cell("p2p", "latency", i, j)
+                )
             pairs.append(pair)
-    notes = ["p2pBandwidthLatencyTest does not say how the GPUs are linked: bandwidth is judged against the "
-             "line rate only with --link (e.g. --link gen5x16) or a topology capture; NVLink is recognised from the "
-             "rates", "p2pBandwidthLatencyTest checks no data: integrity is not judged"]
+    notes = [
+        "p2pBandwidthLatencyTest does not say how the GPUs are linked: bandwidth is judged against the "
+        "line rate only with --link (e.g. --link gen5x16) or a topology capture; NVLink is recognised from the "
+        "rates",
+        "p2pBandwidthLatencyTest checks no data: integrity is not judged",
+    ]
     if not access:
-        notes.append("the capture shows no peer-access lines or connectivity matrix: its P2P=Enabled figures are "
-                     "taken as peer copies, though the tool falls back to staged copies where peer access fails")
-    return Evidence(source="p2pBandwidthLatencyTest", gpus=[gpus[k] for k in sorted(gpus)], pairs=pairs,
-                    notes=notes, partial=_missing_sections(text, matrices))
+        notes.append(
+            "the capture shows no peer-access lines or connectivity matrix: its P2P=Enabled figures are "
+            "taken as peer copies, though the tool falls back to staged copies where peer access fails"
+        )
+    return Evidence(
+        source="p2pBandwidthLatencyTest",
+        gpus=[gpus[k] for k in sorted(gpus)],
+        pairs=pairs,
+        notes=notes,
+        partial=_missing_sections(text, matrices),
+    )
 
 
 def _missing_sections(text: str, matrices: dict[tuple[str, str], Matrix]) -> list[str]:
     """Why a capture looks cut short: a section title without rows, or no peer matrix after the status."""
     out = []
     wanted = [(k, t) for t, k in SECTIONS.items() if t in text and k not in matrices]
-    for key, title in wanted:
+    for _key, title in wanted:
         out.append(f"'{title}' has no rows: the capture ends there")
     if ("p2p", "uni") not in matrices and ("p2p", "latency") not in matrices and not wanted:
         out.append("no P2P=Enabled matrix: the capture ends before the peer measurements")

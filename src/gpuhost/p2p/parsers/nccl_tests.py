@@ -15,8 +15,10 @@ from gpuhost.p2p.evidence import Evidence, GpuEvidence
 
 _TYPES = "int8|uint8|int32|uint32|int64|uint64|half|float|double|bfloat16|f8e4m3|f8e5m2"
 _OPS = "sum|prod|max|min|avg|mulsum|none"
-_ROW = re.compile(rf"^\s*(\d+)\s+(\d+)\s+({_TYPES})\s+({_OPS})\s+(?:(-?\d+)\s+)?"
-                  r"([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\S+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\S+)\s*$")
+_ROW = re.compile(
+    rf"^\s*(\d+)\s+(\d+)\s+({_TYPES})\s+({_OPS})\s+(?:(-?\d+)\s+)?"
+    r"([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\S+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\S+)\s*$"
+)
 _RANK = re.compile(r"Rank\s+(\d+)(?:\s+Group\s+\d+)?\s+Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[[^]]*\]\s+(.+?)\s*$")
 _AVG = re.compile(r"Avg bus bandwidth\s*:\s*([\d.]+)")
 _TEST = re.compile(r"\b(\w+_perf)\b")
@@ -61,19 +63,27 @@ def parse(text: str) -> Evidence:
             continue
         if m := _ROW.match(line):
             rows.append(m)
-    notes = ["nccl-tests measures collectives, not peer copies: pairs are not judged, the collective's result and "
-             "bus bandwidth are"]
+    notes = [
+        "nccl-tests measures collectives, not peer copies: pairs are not judged, the collective's result and "
+        "bus bandwidth are"
+    ]
     partial: list[str] = []
     nccl: dict[str, object] | None = None
     if rows:
         wrong = sum(_wrong(m.group(9)) + _wrong(m.group(13)) for m in rows)
         busbw = avg if avg is not None else max(float(m.group(8)) for m in rows)
-        nccl = {"test": test or "nccl-tests", "world_size": len(gpus) or None, "busbw_gbps": busbw,
-                "max_busbw_gbps": max(float(m.group(8)) for m in rows), "correct": wrong == 0, "wrong": wrong,
-                "sizes": len(rows), "largest_bytes": max(int(m.group(1)) for m in rows)}
+        nccl = {
+            "test": test or "nccl-tests",
+            "world_size": len(gpus) or None,
+            "busbw_gbps": busbw,
+            "max_busbw_gbps": max(float(m.group(8)) for m in rows),
+            "correct": wrong == 0,
+            "wrong": wrong,
+            "sizes": len(rows),
+            "largest_bytes": max(int(m.group(1)) for m in rows),
+        }
         if avg is None:
             partial.append("no 'Avg bus bandwidth' line: the capture was cut; bus bandwidth is the best row's")
     else:
         partial.append("nccl-tests header without a result row: the capture ends before the first size")
-    return Evidence(source="nccl-tests", gpus=[gpus[k] for k in sorted(gpus)], notes=notes, partial=partial,
-                    nccl=nccl)
+    return Evidence(source="nccl-tests", gpus=[gpus[k] for k in sorted(gpus)], notes=notes, partial=partial, nccl=nccl)

@@ -44,14 +44,20 @@ _BY_TITLE = {
 }
 UNI_TESTS = ("device_to_device_memcpy_write_ce", "device_to_device_memcpy_read_ce")
 BIDI_TESTS = ("device_to_device_bidirectional_memcpy_write_ce", "device_to_device_bidirectional_memcpy_read_ce")
-HOST_TESTS = {"host_to_device_memcpy_ce": "h2d_gbps", "device_to_host_memcpy_ce": "d2h_gbps",
-              "device_local_copy": "d2d_gbps"}
+HOST_TESTS = {
+    "host_to_device_memcpy_ce": "h2d_gbps",
+    "device_to_host_memcpy_ce": "d2h_gbps",
+    "device_local_copy": "d2d_gbps",
+}
 
 
 def looks_like(text: str) -> bool:
     clean = strip_ansi(text)
-    return ("nvbandwidth Version" in clean or bool(_TITLE.search(clean.replace("> ", "")))
-            or bool(re.search(r"^[>\s]*(Running|Waiving) \w+_(memcpy_(ce|sm)|copy)\.", clean, re.M)))
+    return (
+        "nvbandwidth Version" in clean
+        or bool(_TITLE.search(clean.replace("> ", "")))
+        or bool(re.search(r"^[>\s]*(Running|Waiving) \w+_(memcpy_(ce|sm)|copy)\.", clean, re.M))
+    )
 
 
 @dataclass
@@ -115,8 +121,9 @@ def read_matrices(text: str) -> Reading:
             continue
         if m := _TITLE.match(line):
             finish(current)
-            current = Matrix(title=line, engine=m.group(1), arrow=m.group(3), name=running,
-                             key=(m.group(2), m.group(3), m.group(4)))
+            current = Matrix(
+                title=line, engine=m.group(1), arrow=m.group(3), name=running, key=(m.group(2), m.group(3), m.group(4))
+            )
             running = None
             continue
         if m := _SUM.match(line):
@@ -152,8 +159,9 @@ def _gpus(text: str) -> dict[int, GpuEvidence]:
         m = _DEVICE.match(line.strip())
         if m:
             bus = m.group(3)
-            gpus[int(m.group(1))] = GpuEvidence(index=int(m.group(1)), name=m.group(2).strip(),
-                                                bus_id=bus.upper() if bus else None)
+            gpus[int(m.group(1))] = GpuEvidence(
+                index=int(m.group(1)), name=m.group(2).strip(), bus_id=bus.upper() if bus else None
+            )
     return gpus
 
 
@@ -205,15 +213,24 @@ def parse(text: str) -> Evidence:
                 elif can is False:
                     pair.p2p_skipped = "nvbandwidth printed N/A: no peer access"
                 pairs.append(pair)
-    notes = ["nvbandwidth measures no 16-byte latency: latency is not judged; it checks the data it copies and "
-             "reports only failures"]
+    notes = [
+        "nvbandwidth measures no 16-byte latency: latency is not judged; it checks the data it copies and "
+        "reports only failures"
+    ]
     sm = sorted(name for name, m in tests.items() if m.engine == "SM")
     if sm:
         notes.append(f"SM-copy tests are listed, not judged: {', '.join(sm)}")
     if not pairs and not reading.waived:
         notes.append("no device-to-device copy-engine test in this output")
-    ev = Evidence(source="nvbandwidth", gpus=[gpus[k] for k in sorted(gpus)], pairs=pairs, notes=notes,
-                  partial=reading.partial, waived=dict(reading.waived), integrity_failures=list(reading.bad_data))
+    ev = Evidence(
+        source="nvbandwidth",
+        gpus=[gpus[k] for k in sorted(gpus)],
+        pairs=pairs,
+        notes=notes,
+        partial=reading.partial,
+        waived=dict(reading.waived),
+        integrity_failures=list(reading.bad_data),
+    )
     if uni_test:
         ev.p2p_copy = f"CE {'reads' if uni_test.endswith('read_ce') else 'writes'}, nvbandwidth {uni_test}"
     return ev

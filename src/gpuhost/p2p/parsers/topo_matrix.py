@@ -23,12 +23,15 @@ _ROW = re.compile(r"^\s*(GPU\d+|NIC\d+|mlx\S+)\s+(.*)$")
 def _header(line: str) -> list[str] | None:
     m = re.match(r"^.*\btopo\s+-m\s+(?=GPU0\b)", line)
     if m:
-        line = line[m.end():]  # the command and the header pasted on one line
+        line = line[m.end() :]  # the command and the header pasted on one line
     for words, token in _MULTIWORD:
         line = line.replace(words, token)
     cols = line.split()
-    if cols and cols[0] == "GPU0" and all(not c.startswith("GPU") or c[3:].isdigit() or c == "GPU_NUMA_ID"
-                                          for c in cols):
+    if (
+        cols
+        and cols[0] == "GPU0"
+        and all(not c.startswith("GPU") or c[3:].isdigit() or c == "GPU_NUMA_ID" for c in cols)
+    ):
         return cols
     return None
 
@@ -40,7 +43,7 @@ def looks_like(text: str) -> bool:
         cols = _header(line)
         if cols is None:
             continue
-        for row in lines[i + 1:i + 3]:
+        for row in lines[i + 1 : i + 3]:
             m = _ROW.match(row)
             if m and m.group(1) == "GPU0" and any(is_link(c) for c in m.group(2).split()):
                 return True
@@ -74,7 +77,7 @@ def parse(text: str) -> Evidence:
         cells = rows.get(name)
         if cells is None:
             continue
-        named = dict(zip(cols, cells))
+        named = dict(zip(cols, cells, strict=False))
         for other in gpu_cols:
             j = int(other[3:])
             link = named.get(other)
@@ -90,14 +93,25 @@ def parse(text: str) -> Evidence:
     partial = []
     missing = [c for c in gpu_cols if c not in rows]
     if missing:
-        partial.append(f"topo -m rows missing for {', '.join(missing)}: the capture was cut; their links are "
-                       "taken from the other GPUs' rows")
+        partial.append(
+            f"topo -m rows missing for {', '.join(missing)}: the capture was cut; their links are "
+            "taken from the other GPUs' rows"
+        )
         seen = {(p.src, p.dst) for p in pairs}
         for p in list(pairs):
             if (p.dst, p.src) not in seen:
                 pairs.append(PairEvidence(src=p.dst, dst=p.src, topology=p.topology))
         pairs.sort(key=lambda p: (p.src, p.dst))
-    notes = ["nvidia-smi topo -m shows how the GPUs are linked, not whether P2P works or how fast: "
-             "add a bandwidth capture (--from-file again) or run 'gpuhost verify p2p' on the machine"]
-    return Evidence(source="nvidia-smi topo -m", gpus=gpus, pairs=pairs, notes=notes, partial=partial,
-                    nics=nic_cols, nic_links=nic_links)
+    notes = [
+        "nvidia-smi topo -m shows how the GPUs are linked, not whether P2P works or how fast: "
+        "add a bandwidth capture (--from-file again) or run 'gpuhost verify p2p' on the machine"
+    ]
+    return Evidence(
+        source="nvidia-smi topo -m",
+        gpus=gpus,
+        pairs=pairs,
+        notes=notes,
+        partial=partial,
+        nics=nic_cols,
+        nic_links=nic_links,
+    )

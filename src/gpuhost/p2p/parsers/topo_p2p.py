@@ -55,6 +55,8 @@ def parse(text: str) -> Evidence:
     n = max(max(i, j) for i, j in status) + 1 if status else 1
     gpus = [GpuEvidence(index=k) for k in range(n)]
     pairs = [PairEvidence(src=i, dst=j, nvml_status=dict(s)) for (i, j), s in sorted(status.items())]
-    notes = ["status only: this is what the driver allows, not a transfer; run 'gpuhost verify p2p' on the "
-             f"machine to measure (capabilities read: {', '.join(caps)})"]
+    notes = [
+        "status only: this is what the driver allows, not a transfer; run 'gpuhost verify p2p' on the "
+        f"machine to measure (capabilities read: {', '.join(caps)})"
+    ]
     return Evidence(source="nvidia-smi topo -p2p", gpus=gpus, pairs=pairs, notes=notes)

@@ -88,7 +88,7 @@ class LogScanner:
                 continue
             if any(u in self._hits for u in sig.unless):
                 continue
-            if sig.near is not None and not any(sig.near.search(r) for r in list(self._recent)[-sig.window:]):
+            if sig.near is not None and not any(sig.near.search(r) for r in list(self._recent)[-sig.window :]):
                 continue
             hit = self._hits.get(sig.name)
             if hit is not None:
@@ -97,11 +97,20 @@ class LogScanner:
                 continue
             cause = sig.cause
             if sig.name == "cuda-oom":
-                during = "CUDA graph capture" if self.phases.capture_in_progress or "graph" in text.lower() else (
-                    "weight loading" if self.phases.state.phase < Phase.WEIGHTS_LOADED else "")
+                during = (
+                    "CUDA graph capture"
+                    if self.phases.capture_in_progress or "graph" in text.lower()
+                    else ("weight loading" if self.phases.state.phase < Phase.WEIGHTS_LOADED else "")
+                )
                 cause = f"during {during}: {cause}" if during else cause
-            finding = Finding(level=sig.level, check=sig.check_name, subject=self.subject,
-                              message=f"{sig.title}: {text[:300]}", cause=cause, fix=sig.fix)
+            finding = Finding(
+                level=sig.level,
+                check=sig.check_name,
+                subject=self.subject,
+                message=f"{sig.title}: {text[:300]}",
+                cause=cause,
+                fix=sig.fix,
+            )
             self._hits[sig.name] = Hit(signature=sig.name, finding=finding, lines=[(self._lineno, raw)])
             new.append(finding)
         self._recent.append(text)

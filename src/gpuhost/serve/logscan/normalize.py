@@ -27,7 +27,7 @@ def split_raw(text: str) -> list[str]:
 def strip_tqdm(line: str) -> str:
     """``line`` without a leading progress bar glued onto it (empty if it was only a bar)."""
     m = _TQDM.match(line)
-    return line[m.end():] if m else line
+    return line[m.end() :] if m else line
 
 
 def message(line: str) -> str:

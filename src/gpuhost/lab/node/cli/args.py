@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from gpuhost.lab.node.errors import PveError
 
@@ -24,17 +24,21 @@ class UsageError(PveError):
 class Parsed:
     positional: list[str] = field(default_factory=list)
     options: dict[str, str] = field(default_factory=dict)
-    rest: list[str] = field(default_factory=list)   # after "--"
+    rest: list[str] = field(default_factory=list)  # after "--"
 
 
-def parse(argv: list[str], flags: set[str] = frozenset(), known: Callable[[str], bool] | None = None,  # type: ignore[assignment]
-          usage: str = "") -> Parsed:
+def parse(
+    argv: list[str],
+    flags: set[str] = frozenset(),
+    known: Callable[[str], bool] | None = None,  # type: ignore[assignment]
+    usage: str = "",
+) -> Parsed:
     out = Parsed()
     i = 0
     while i < len(argv):
         arg = argv[i]
         if arg == "--":
-            out.rest = argv[i + 1:]
+            out.rest = argv[i + 1 :]
             break
         if arg.startswith("-") and len(arg) > 1 and not arg[1:].isdigit():
             key = arg.lstrip("-")

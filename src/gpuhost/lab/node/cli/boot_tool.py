@@ -21,8 +21,11 @@ def main(argv: list[str]) -> int:
         if quiet:
             return 0
         print("Re-executing '/usr/sbin/proxmox-boot-tool' in new private mount namespace..")
-        print("System currently booted with uefi" if st.boot == "systemd-boot" else
-              "System currently booted with legacy bios")
+        print(
+            "System currently booted with uefi"
+            if st.boot == "systemd-boot"
+            else "System currently booted with legacy bios"
+        )
         for uuid in uuids:
             print(f"{uuid} is configured with: uefi (versions: {st.kernel})")
         return 0
@@ -38,9 +41,12 @@ def main(argv: list[str]) -> int:
         print("Manually selected kernels:\nNone.\n\nAutomatically selected kernels:")
         print(st.kernel)
         return 0
-    print("USAGE: /usr/sbin/proxmox-boot-tool <commands> [ARGS]\n\n"
-          "  /usr/sbin/proxmox-boot-tool status [--quiet]\n  /usr/sbin/proxmox-boot-tool refresh\n"
-          "  /usr/sbin/proxmox-boot-tool kernel list", file=sys.stderr)
+    print(
+        "USAGE: /usr/sbin/proxmox-boot-tool <commands> [ARGS]\n\n"
+        "  /usr/sbin/proxmox-boot-tool status [--quiet]\n  /usr/sbin/proxmox-boot-tool refresh\n"
+        "  /usr/sbin/proxmox-boot-tool kernel list",
+        file=sys.stderr,
+    )
     return 1 if cmd != "help" else 0
 
 

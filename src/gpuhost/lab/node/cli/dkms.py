@@ -19,9 +19,12 @@ def status() -> list[str]:
 
 def main(argv: list[str]) -> int:
     if not argv or argv[0] in ("-h", "--help"):
-        print("Usage: /usr/sbin/dkms [action] [options]\n  [action]  = { add | remove | build | unbuild | install | "
-              "uninstall | match | autoinstall | mktarball | ldtarball | mkrpm | mkkmp | mkdeb | mkbmdeb | "
-              "mkdriverdisk | mkdsc | status | generate_mok }", file=sys.stderr)
+        print(
+            "Usage: /usr/sbin/dkms [action] [options]\n  [action]  = { add | remove | build | unbuild | install | "
+            "uninstall | match | autoinstall | mktarball | ldtarball | mkrpm | mkkmp | mkdeb | mkbmdeb | "
+            "mkdriverdisk | mkdsc | status | generate_mok }",
+            file=sys.stderr,
+        )
         return 0 if argv else 1
     if argv[0] in ("--version", "-V"):
         print("dkms-3.0.10")
@@ -32,8 +35,7 @@ def main(argv: list[str]) -> int:
         return 0
     if argv[0] == "autoinstall":
         return 0
-    print(f"Error! Unknown action: {argv[0]} (the gpuhost lab's dkms supports status and autoinstall)",
-          file=sys.stderr)
+    print(f"Error! Unknown action: {argv[0]} (the gpuhost lab's dkms supports status and autoinstall)", file=sys.stderr)
     return 4
 
 

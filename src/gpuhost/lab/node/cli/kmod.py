@@ -13,7 +13,7 @@ def modprobe_main(argv: list[str]) -> int:
     quiet = any(a in ("-q", "--quiet") for a in argv)
     names = [a for a in argv if not a.startswith("-")]
     if not remove and len(names) > 1 and not any(a in ("-a", "--all") for a in argv):
-        names = names[:1]          # modprobe MODULE [PARAMS...]: the rest are parameters
+        names = names[:1]  # modprobe MODULE [PARAMS...]: the rest are parameters
     if not names:
         print("modprobe: ERROR: missing parameters. See -h.", file=sys.stderr)
         return 1

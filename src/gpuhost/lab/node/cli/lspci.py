@@ -22,12 +22,27 @@ def _devices() -> list[dict[str, object]]:
     for g in gpus:
         for i, bridge in enumerate(g.get("bridges", [])):
             cls, code, name, vendor, device, rev = AMD_ROOT_PORT if i == 0 else SWITCH_PORT
-            out[bridge] = {"bdf": bridge, "class_name": cls, "class_code": code, "vendor_name": name,
-                           "vendor": vendor, "device": device, "rev": rev, "gpu": None,
-                           "port": ("Root Port (Slot+)", "Upstream Port", "Downstream Port (Slot+)")[min(i, 2)]}
-        out[str(g["bdf"])] = {"bdf": g["bdf"], "class_name": g["class_name"], "class_code": g["class_code"],
-                              "vendor_name": "NVIDIA Corporation Device", "vendor": "10de",
-                              "device": g["device_id"], "rev": g["rev"], "gpu": g}
+            out[bridge] = {
+                "bdf": bridge,
+                "class_name": cls,
+                "class_code": code,
+                "vendor_name": name,
+                "vendor": vendor,
+                "device": device,
+                "rev": rev,
+                "gpu": None,
+                "port": ("Root Port (Slot+)", "Upstream Port", "Downstream Port (Slot+)")[min(i, 2)],
+            }
+        out[str(g["bdf"])] = {
+            "bdf": g["bdf"],
+            "class_name": g["class_name"],
+            "class_code": g["class_code"],
+            "vendor_name": "NVIDIA Corporation Device",
+            "vendor": "10de",
+            "device": g["device_id"],
+            "rev": g["rev"],
+            "gpu": g,
+        }
     return [out[k] for k in sorted(out)]
 
 
@@ -50,8 +65,10 @@ def _head(dev: dict[str, object], numeric: int, domain: bool) -> str:
     bdf = str(dev["bdf"]) if domain else str(dev["bdf"])[5:]
     rev = f" (rev {dev['rev']})" if dev["rev"] else ""
     if numeric >= 2:
-        return (f"{bdf} {dev['class_name']} [{dev['class_code']}]: {dev['vendor_name']} "
-                f"[{dev['vendor']}:{dev['device']}]{rev}")
+        return (
+            f"{bdf} {dev['class_name']} [{dev['class_code']}]: {dev['vendor_name']} "
+            f"[{dev['vendor']}:{dev['device']}]{rev}"
+        )
     if numeric == 1:
         return f"{bdf} {dev['class_code']}: {dev['vendor']}:{dev['device']}{rev}"
     name = f"{dev['vendor_name']} {dev['device']}" if str(dev["vendor_name"]).endswith("Device") else dev["vendor_name"]
@@ -63,14 +80,20 @@ def _verbose(dev: dict[str, object], level: int, numeric: int) -> list[str]:
     if g is None:
         return _bridge_verbose(dev, level)
     assert isinstance(g, dict)
-    sub = f"NVIDIA Corporation Device [10de:{g['subsys_id']}]" if numeric >= 2 else f"NVIDIA Corporation Device {g['subsys_id']}"
+    sub = (
+        f"NVIDIA Corporation Device [10de:{g['subsys_id']}]"
+        if numeric >= 2
+        else f"NVIDIA Corporation Device {g['subsys_id']}"
+    )
     lines = [f"\tSubsystem: {sub}"]
     if level == 1:
-        lines += [f"\tFlags: bus master, fast devsel, latency 0, IRQ {g['irq']}, NUMA node {g['numa']}, IOMMU group "
-                  f"{_group(str(g['bdf']))}",
-                  "\tMemory at f0000000 (32-bit, non-prefetchable) [size=64M]",
-                  f"\tMemory at 20000000000 (64-bit, prefetchable) [size={g['bar2_size']}]",
-                  "\tCapabilities: [78] Express Endpoint, MSI 00"]
+        lines += [
+            f"\tFlags: bus master, fast devsel, latency 0, IRQ {g['irq']}, NUMA node {g['numa']}, IOMMU group "
+            f"{_group(str(g['bdf']))}",
+            "\tMemory at f0000000 (32-bit, non-prefetchable) [size=64M]",
+            f"\tMemory at 20000000000 (64-bit, prefetchable) [size={g['bar2_size']}]",
+            "\tCapabilities: [78] Express Endpoint, MSI 00",
+        ]
         return lines
     gen, idle = int(g["gen_max"]), int(g["idle_gen"])
     sta = f"Speed {SPEED[idle]}{' (downgraded)' if idle < gen else ''}, Width x{g['width_max']}"
@@ -108,8 +131,10 @@ def _verbose(dev: dict[str, object], level: int, numeric: int) -> list[str]:
 
 def _bridge_verbose(dev: dict[str, object], level: int) -> list[str]:
     """Root ports and switch ports: a Gen5 x16 link and ACS redirecting peer requests upstream."""
-    lines = ["\tFlags: bus master, fast devsel, latency 0, IRQ 40, NUMA node 0",
-             f"\tCapabilities: [58] Express (v2) {dev['port']}, MSI 00"]
+    lines = [
+        "\tFlags: bus master, fast devsel, latency 0, IRQ 40, NUMA node 0",
+        f"\tCapabilities: [58] Express (v2) {dev['port']}, MSI 00",
+    ]
     if level < 2:
         return lines
     return lines + [
@@ -186,8 +211,11 @@ def main(argv: list[str]) -> int:
             if kernel_drivers and not verbose and dev["gpu"] is not None:
                 g = dev["gpu"]
                 assert isinstance(g, dict)
-                out.append(f"\tSubsystem: NVIDIA Corporation Device [10de:{g['subsys_id']}]" if numeric >= 2
-                           else f"\tSubsystem: NVIDIA Corporation Device {g['subsys_id']}")
+                out.append(
+                    f"\tSubsystem: NVIDIA Corporation Device [10de:{g['subsys_id']}]"
+                    if numeric >= 2
+                    else f"\tSubsystem: NVIDIA Corporation Device {g['subsys_id']}"
+                )
             if driver:
                 out.append(f"\tKernel driver in use: {driver}")
             if modules:

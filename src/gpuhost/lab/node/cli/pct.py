@@ -15,12 +15,20 @@ from gpuhost.pve.config import encode_text
 
 ROOT = "root@pam"
 _USAGE = {
-    "create": "pct create <vmid> <ostemplate> [OPTIONS]", "config": "pct config <vmid> [OPTIONS]",
-    "set": "pct set <vmid> [OPTIONS]", "start": "pct start <vmid> [OPTIONS]", "stop": "pct stop <vmid> [OPTIONS]",
-    "shutdown": "pct shutdown <vmid> [OPTIONS]", "reboot": "pct reboot <vmid> [OPTIONS]",
-    "status": "pct status <vmid> [OPTIONS]", "exec": "pct exec <vmid> [<extra-args>] [OPTIONS]",
-    "push": "pct push <vmid> <file> <destination> [OPTIONS]", "pull": "pct pull <vmid> <path> <destination> [OPTIONS]",
-    "destroy": "pct destroy <vmid> [OPTIONS]", "list": "pct list", "pending": "pct pending <vmid>",
+    "create": "pct create <vmid> <ostemplate> [OPTIONS]",
+    "config": "pct config <vmid> [OPTIONS]",
+    "set": "pct set <vmid> [OPTIONS]",
+    "start": "pct start <vmid> [OPTIONS]",
+    "stop": "pct stop <vmid> [OPTIONS]",
+    "shutdown": "pct shutdown <vmid> [OPTIONS]",
+    "reboot": "pct reboot <vmid> [OPTIONS]",
+    "status": "pct status <vmid> [OPTIONS]",
+    "exec": "pct exec <vmid> [<extra-args>] [OPTIONS]",
+    "push": "pct push <vmid> <file> <destination> [OPTIONS]",
+    "pull": "pct pull <vmid> <path> <destination> [OPTIONS]",
+    "destroy": "pct destroy <vmid> [OPTIONS]",
+    "list": "pct list",
+    "pending": "pct pending <vmid>",
 }
 
 
@@ -29,8 +37,20 @@ def _settable(key: str) -> bool:
         schema.check_key("lxc", key)
         return True
     except PveError:
-        return key in ("delete", "revert", "digest", "storage", "start", "password", "ssh-public-keys",
-                       "pool", "restore", "force", "ignore-unpack-errors", "unique")
+        return key in (
+            "delete",
+            "revert",
+            "digest",
+            "storage",
+            "start",
+            "password",
+            "ssh-public-keys",
+            "pool",
+            "restore",
+            "force",
+            "ignore-unpack-errors",
+            "unique",
+        )
 
 
 def main(argv: list[str]) -> int:
@@ -93,6 +113,7 @@ def _main(argv: list[str]) -> int:
             print(f"{k}: {v}")
     elif cmd == "pending":
         from gpuhost.lab.node.cli.qm import _print_pending
+
         for item in lxc.pending_view(vmid):
             _print_pending(item)
     elif cmd == "status":

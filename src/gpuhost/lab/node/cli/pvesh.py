@@ -18,11 +18,16 @@ def main(argv: list[str]) -> int:
 
 def _main(argv: list[str]) -> int:
     if len(argv) < 2 or argv[0] not in _METHODS:
-        raise UsageError("ERROR: no command specified" if not argv else f"ERROR: unknown command 'pvesh {argv[0]}'",
-                         "USAGE: pvesh <COMMAND> [ARGS] [OPTIONS]")
+        raise UsageError(
+            "ERROR: no command specified" if not argv else f"ERROR: unknown command 'pvesh {argv[0]}'",
+            "USAGE: pvesh <COMMAND> [ARGS] [OPTIONS]",
+        )
     verb, path = argv[0], argv[1]
-    p = parse(argv[2:], flags={"noproxy", "human-readable", "noborder", "noheader"},
-              usage=f"pvesh {verb} <api_path> [OPTIONS] [FORMAT_OPTIONS]")
+    p = parse(
+        argv[2:],
+        flags={"noproxy", "human-readable", "noborder", "noheader"},
+        usage=f"pvesh {verb} <api_path> [OPTIONS] [FORMAT_OPTIONS]",
+    )
     params = dict(p.options)
     fmt = params.pop("output-format", "text")
     for key in ("noproxy", "human-readable", "noborder", "noheader", "quiet"):

@@ -11,11 +11,17 @@ from gpuhost.pve.config import encode_text
 
 ROOT = "root@pam"
 _USAGE = {
-    "config": "qm config <vmid> [OPTIONS]", "set": "qm set <vmid> [OPTIONS]", "start": "qm start <vmid> [OPTIONS]",
-    "stop": "qm stop <vmid> [OPTIONS]", "shutdown": "qm shutdown <vmid> [OPTIONS]",
-    "status": "qm status <vmid> [OPTIONS]", "pending": "qm pending <vmid>",
-    "showcmd": "qm showcmd <vmid> [OPTIONS]", "create": "qm create <vmid> [OPTIONS]",
-    "destroy": "qm destroy <vmid> [OPTIONS]", "list": "qm list  [OPTIONS]",
+    "config": "qm config <vmid> [OPTIONS]",
+    "set": "qm set <vmid> [OPTIONS]",
+    "start": "qm start <vmid> [OPTIONS]",
+    "stop": "qm stop <vmid> [OPTIONS]",
+    "shutdown": "qm shutdown <vmid> [OPTIONS]",
+    "status": "qm status <vmid> [OPTIONS]",
+    "pending": "qm pending <vmid>",
+    "showcmd": "qm showcmd <vmid> [OPTIONS]",
+    "create": "qm create <vmid> [OPTIONS]",
+    "destroy": "qm destroy <vmid> [OPTIONS]",
+    "list": "qm list  [OPTIONS]",
 }
 
 
@@ -29,6 +35,7 @@ def _settable(key: str) -> bool:
 
 def _vmid(parsed_pos: list[str], cmd: str) -> int:
     from gpuhost.lab.node.guests import parse_vmid
+
     if not parsed_pos:
         raise UsageError("400 not enough arguments", _USAGE[cmd])
     return parse_vmid(parsed_pos[0])
@@ -61,13 +68,28 @@ def _main(argv: list[str]) -> int:
         qemu.update(vmid, opts, delete, revert, authuser=ROOT, digest=digest, skiplock=skiplock)
         print(f"update VM {vmid}: {' '.join(shown)}")
         return 0
-    p = parse(rest, flags={"current", "pretty", "skiplock", "force-stop", "full", "purge", "verbose", "keepActive",
-                           "overrule-shutdown"}, usage=usage)
+    p = parse(
+        rest,
+        flags={
+            "current",
+            "pretty",
+            "skiplock",
+            "force-stop",
+            "full",
+            "purge",
+            "verbose",
+            "keepActive",
+            "overrule-shutdown",
+        },
+        usage=usage,
+    )
     if cmd == "list":
         print(f"{'VMID':>10} {'NAME':<20} {'STATUS':<10} {'MEM(MB)':<10} {'BOOTDISK(GB)':>12} PID       ")
         for vm in qemu.list_vms():
-            print(f"{vm['vmid']:>10} {str(vm['name']):<20} {str(vm['status']):<10} "
-                  f"{int(vm['maxmem']) // 1048576:<10} {0:>12.2f} {vm.get('pid', 0):<10}")
+            print(
+                f"{vm['vmid']:>10} {str(vm['name']):<20} {str(vm['status']):<10} "
+                f"{int(vm['maxmem']) // 1048576:<10} {0:>12.2f} {vm.get('pid', 0):<10}"
+            )
         return 0
     vmid = _vmid(p.positional, cmd)
     if cmd == "config":

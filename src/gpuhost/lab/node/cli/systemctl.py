@@ -10,8 +10,22 @@ import time
 from gpuhost.lab.node import services
 
 REAL = "/usr/bin/systemctl"
-_UNIT_FILE_VERBS = {"enable", "disable", "reenable", "mask", "unmask", "preset", "is-enabled", "cat",
-                    "list-unit-files", "get-default", "set-default", "edit", "revert", "link"}
+_UNIT_FILE_VERBS = {
+    "enable",
+    "disable",
+    "reenable",
+    "mask",
+    "unmask",
+    "preset",
+    "is-enabled",
+    "cat",
+    "list-unit-files",
+    "get-default",
+    "set-default",
+    "edit",
+    "revert",
+    "link",
+}
 _VALUE_OPTIONS = {"-p", "--property", "-t", "--type", "--state", "-o", "--output", "-n", "--lines", "--root"}
 
 
@@ -43,7 +57,7 @@ def main(argv: list[str]) -> int:
                     services.stop(unit)
             return rc
         if verb in ("daemon-reload", "daemon-reexec"):
-            return 0          # unit files are read afresh at every start
+            return 0  # unit files are read afresh at every start
         if verb in ("start", "restart", "reload", "try-restart", "reload-or-restart", "condrestart"):
             for unit in units:
                 if verb == "try-restart" and services.active_state(services.unit_name(unit)) != "active":
@@ -69,17 +83,21 @@ def main(argv: list[str]) -> int:
                 st = services.read_state(name)
                 active = services.active_state(name)
                 path = services.unit_path(name)
-                print(f"● {name}\n     Loaded: {'loaded (' + path + ')' if path else 'not-found (Reason: Unit ' + name + ' not found.)'}"
-                      f"\n     Active: {active} ({st.get('sub', 'dead')})"
-                      + (f"\n   Main PID: {st['pid']}" if st.get("pid") else ""))
+                print(
+                    f"● {name}\n     Loaded: {'loaded (' + path + ')' if path else 'not-found (Reason: Unit ' + name + ' not found.)'}"
+                    f"\n     Active: {active} ({st.get('sub', 'dead')})"
+                    + (f"\n   Main PID: {st['pid']}" if st.get("pid") else "")
+                )
                 rc = rc or (0 if active == "active" else (4 if path is None else 3))
             return rc
         if verb == "show":
             for unit in units:
                 name = services.unit_name(unit)
                 st = services.read_state(name)
-                print(f"Id={name}\nActiveState={services.active_state(name)}\nSubState={st.get('sub', 'dead')}\n"
-                      f"MainPID={st.get('pid', 0)}\nLoadState={'loaded' if services.unit_path(name) else 'not-found'}")
+                print(
+                    f"Id={name}\nActiveState={services.active_state(name)}\nSubState={st.get('sub', 'dead')}\n"
+                    f"MainPID={st.get('pid', 0)}\nLoadState={'loaded' if services.unit_path(name) else 'not-found'}"
+                )
             return 0
         if verb == "is-system-running":
             # systemd: "starting" while boot units run; --wait blocks until startup is over.
@@ -92,6 +110,7 @@ def main(argv: list[str]) -> int:
             return 0 if state == "running" else 1
         if verb == "reboot":
             from gpuhost.lab.node.cli.reboot import main as reboot
+
             return reboot([])
         if verb == "list-units":
             for name in sorted(os.listdir(services.STATE_DIR)) if os.path.isdir(services.STATE_DIR) else []:
@@ -107,6 +126,7 @@ def main(argv: list[str]) -> int:
 
 def _call(argv: list[str]) -> int:
     import subprocess
+
     return subprocess.call(argv)
 
 

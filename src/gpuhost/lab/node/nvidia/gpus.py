@@ -15,11 +15,11 @@ from . import paths
 class Gpu:
     """One GPU's hardware, as the lab planned it (see gpuhost.lab.gpu.topology)."""
 
-    index: int                 # the kernel's device minor (/dev/nvidiaN)
-    bdf: str                   # 0000:41:00.0
+    index: int  # the kernel's device minor (/dev/nvidiaN)
+    bdf: str  # 0000:41:00.0
     name: str
-    device_id: str             # "2bb5"
-    subsys_id: str             # "204e"
+    device_id: str  # "2bb5"
+    subsys_id: str  # "204e"
     uuid: str
     serial: str
     vbios: str
@@ -40,10 +40,12 @@ class Gpu:
     extra: dict[str, object] = field(default_factory=dict)
 
     @classmethod
-    def from_dict(cls, data: dict[str, object]) -> "Gpu":
+    def from_dict(cls, data: dict[str, object]) -> Gpu:
         known = {f for f in cls.__dataclass_fields__ if f != "extra"}
-        return cls(**{k: v for k, v in data.items() if k in known},  # type: ignore[arg-type]
-                   extra={k: v for k, v in data.items() if k not in known})
+        return cls(
+            **{k: v for k, v in data.items() if k in known},  # type: ignore[arg-type]
+            extra={k: v for k, v in data.items() if k not in known},
+        )
 
     @property
     def nvml_bus_id(self) -> str:
@@ -51,7 +53,7 @@ class Gpu:
         domain, rest = self.bdf.split(":", 1)
         return f"{int(domain, 16):08X}:{rest.upper()}"
 
-    def link(self, other: "Gpu") -> str:
+    def link(self, other: Gpu) -> str:
         """The ``nvidia-smi topo -m`` connection type between two GPUs of one host."""
         if self.numa != other.numa:
             return "SYS"

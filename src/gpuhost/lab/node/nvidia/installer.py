@@ -20,18 +20,39 @@ from . import kernel, paths
 
 MANIFEST = "/var/lib/nvidia/gpuhost-lab-installed.json"
 LOG = "/var/log/nvidia-installer.log"
-KNOWN_FLAGS = {"--silent", "-s", "--no-x-check", "--no-nouveau-check", "--dkms", "--no-dkms", "--no-kernel-modules",
-               "--no-kernel-module", "--accept-license", "-a", "--no-questions", "-q", "--ui=none", "--disable-nouveau",
-               "--no-cc-version-check", "--no-drm", "--install-libglvnd", "--no-install-libglvnd"}
+KNOWN_FLAGS = {
+    "--silent",
+    "-s",
+    "--no-x-check",
+    "--no-nouveau-check",
+    "--dkms",
+    "--no-dkms",
+    "--no-kernel-modules",
+    "--no-kernel-module",
+    "--accept-license",
+    "-a",
+    "--no-questions",
+    "-q",
+    "--ui=none",
+    "--disable-nouveau",
+    "--no-cc-version-check",
+    "--no-drm",
+    "--install-libglvnd",
+    "--no-install-libglvnd",
+}
 MODULES = ("nvidia", "nvidia-uvm", "nvidia-modeset", "nvidia-drm", "nvidia-peermem")
-TOOLS = {"nvidia-smi": ("smi", "main", True), "nvidia-modprobe": ("tools", "modprobe_main", False),
-         "nvidia-persistenced": ("tools", "persistenced_main", False)}
+TOOLS = {
+    "nvidia-smi": ("smi", "main", True),
+    "nvidia-modprobe": ("tools", "modprobe_main", False),
+    "nvidia-persistenced": ("tools", "persistenced_main", False),
+}
 NO_KERNEL_SOURCE = (
     "ERROR: Unable to find the kernel source tree for the currently running kernel.  Please make sure you have "
     "installed the kernel source files for your kernel and that they are properly configured; on Red Hat Linux "
     "systems, for example, be sure you have the 'kernel-source' or 'kernel-devel' RPM installed.  If you know the "
     "correct kernel source files are installed, you may specify the kernel source path with the "
-    "'--kernel-source-path' command line option.")
+    "'--kernel-source-path' command line option."
+)
 
 
 class InstallError(Exception):
@@ -62,8 +83,11 @@ def main(argv: list[str]) -> int:
         elif arg in KNOWN_FLAGS:
             flags.add(arg)
         else:
-            print(f'nvidia-installer: Unrecognized option: "{arg}"\n\nERROR: Invalid commandline, please run '
-                  "`nvidia-installer --help` for usage information.", file=sys.stderr)
+            print(
+                f'nvidia-installer: Unrecognized option: "{arg}"\n\nERROR: Invalid commandline, please run '
+                "`nvidia-installer --help` for usage information.",
+                file=sys.stderr,
+            )
             return 1
     if os.geteuid() != 0:
         print("ERROR: nvidia-installer must be run as root", file=sys.stderr)
@@ -87,12 +111,16 @@ def main(argv: list[str]) -> int:
     except InstallError as exc:
         log(str(exc))
         print(f"\n{exc}\n", file=sys.stderr)
-        print(f"ERROR: Installation has failed.  Please see the file '{LOG}' for details.  You may find "
-              "suggestions on fixing installation problems in the README available on the Linux driver download "
-              "page at www.nvidia.com.", file=sys.stderr)
+        print(
+            f"ERROR: Installation has failed.  Please see the file '{LOG}' for details.  You may find "
+            "suggestions on fixing installation problems in the README available on the Linux driver download "
+            "page at www.nvidia.com.",
+            file=sys.stderr,
+        )
         return 1
-    log("Installation of the NVIDIA Accelerated Graphics Driver for Linux-x86_64 (version: "
-        f"{version}) is now complete.")
+    log(
+        f"Installation of the NVIDIA Accelerated Graphics Driver for Linux-x86_64 (version: {version}) is now complete."
+    )
     return 0
 
 
@@ -121,14 +149,21 @@ def _install_modules(version: str, module_type: str, kernel_release: str, dkms: 
     files: list[str] = []
     use_dkms = dkms and shutil.which("dkms") is not None
     if dkms and not use_dkms:
-        log("WARNING: Failed to run `dkms --version`: dkms is not installed; the kernel module will be installed "
-            "without DKMS and will have to be rebuilt by hand after a kernel update.")
+        log(
+            "WARNING: Failed to run `dkms --version`: dkms is not installed; the kernel module will be installed "
+            "without DKMS and will have to be rebuilt by hand after a kernel update."
+        )
     target = f"/lib/modules/{kernel_release}/{'updates/dkms' if use_dkms else 'kernel/drivers/video'}"
     os.makedirs(target, exist_ok=True)
     for name in MODULES:
-        text = kernel.render_module_file(name.replace("-", "_"), version, kernel_release, flavour=module_type,
-                                         license="Dual MIT/GPL" if module_type == "open" else "NVIDIA",
-                                         description=f"NVIDIA {name} kernel module")
+        text = kernel.render_module_file(
+            name.replace("-", "_"),
+            version,
+            kernel_release,
+            flavour=module_type,
+            license="Dual MIT/GPL" if module_type == "open" else "NVIDIA",
+            description=f"NVIDIA {name} kernel module",
+        )
         path = f"{target}/{name}.ko"
         with open(path, "w") as fh:
             fh.write(text)
@@ -141,9 +176,13 @@ def _install_modules(version: str, module_type: str, kernel_release: str, dkms: 
         src = f"/usr/src/nvidia-{version}"
         os.makedirs(src, exist_ok=True)
         with open(f"{src}/dkms.conf", "w") as fh:
-            fh.write(f'PACKAGE_NAME="nvidia"\nPACKAGE_VERSION="{version}"\nAUTOINSTALL="yes"\n'
-                     + "".join(f'BUILT_MODULE_NAME[{i}]="{m}"\nDEST_MODULE_LOCATION[{i}]="/kernel/drivers/video"\n'
-                               for i, m in enumerate(MODULES)))
+            fh.write(
+                f'PACKAGE_NAME="nvidia"\nPACKAGE_VERSION="{version}"\nAUTOINSTALL="yes"\n'
+                + "".join(
+                    f'BUILT_MODULE_NAME[{i}]="{m}"\nDEST_MODULE_LOCATION[{i}]="/kernel/drivers/video"\n'
+                    for i, m in enumerate(MODULES)
+                )
+            )
         os.makedirs("/var/lib/dkms/nvidia", exist_ok=True)
         link = f"/var/lib/dkms/nvidia/{version}/source"
         if not os.path.islink(link):
@@ -169,21 +208,26 @@ def _install_userspace(payload: str, version: str, log: Log) -> list[str]:
     if os.path.isdir(paths.TOOLS_DIR):
         shutil.rmtree(paths.TOOLS_DIR)
     os.makedirs(paths.TOOLS_DIR)
-    shutil.copytree(f"{payload}/nvidia_lab", f"{paths.TOOLS_DIR}/nvidia_lab",
-                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(
+        f"{payload}/nvidia_lab", f"{paths.TOOLS_DIR}/nvidia_lab", ignore=shutil.ignore_patterns("__pycache__")
+    )
     files.append(paths.TOOLS_DIR)
     for tool, (module, func, takes_version) in TOOLS.items():
         path = f"/usr/bin/{tool}"
         call = f"{func}(sys.argv[1:], {version!r})" if takes_version else f"{func}(sys.argv[1:])"
         with open(path, "w") as fh:
-            fh.write(f"#!/usr/bin/python3 -I\n# {tool} {version} (NVIDIA driver simulated by the gpuhost lab)\n"
-                     f"import sys\nsys.path.insert(0, {paths.TOOLS_DIR!r})\n"
-                     f"from nvidia_lab.{module} import {func}\nsys.exit({call})\n")
+            fh.write(
+                f"#!/usr/bin/python3 -I\n# {tool} {version} (NVIDIA driver simulated by the gpuhost lab)\n"
+                f"import sys\nsys.path.insert(0, {paths.TOOLS_DIR!r})\n"
+                f"from nvidia_lab.{module} import {func}\nsys.exit({call})\n"
+            )
         os.chmod(path, 0o755)
         files.append(path)
     subprocess.run(["ldconfig"], capture_output=True)
-    log(f"Installed the NVIDIA userspace {version} (libcuda, libnvidia-ml, nvidia-smi, nvidia-modprobe, "
-        "nvidia-persistenced).")
+    log(
+        f"Installed the NVIDIA userspace {version} (libcuda, libnvidia-ml, nvidia-smi, nvidia-modprobe, "
+        "nvidia-persistenced)."
+    )
     return files
 
 
@@ -195,21 +239,27 @@ def _write_manifest(version: str, files: list[str], userspace_only: bool) -> Non
 
 def _load(version: str, log: Log) -> None:
     if not kernel.on_node():
-        raise InstallError("ERROR: Unable to load the kernel module 'nvidia.ko'.  This happens most frequently when "
-                           "this kernel module was built against the wrong or improperly configured kernel sources")
+        raise InstallError(
+            "ERROR: Unable to load the kernel module 'nvidia.ko'.  This happens most frequently when "
+            "this kernel module was built against the wrong or improperly configured kernel sources"
+        )
     current = kernel.loaded().get("nvidia")
     if current is not None:
         if current.get("version") != version:
-            log(f"WARNING: An NVIDIA kernel module 'nvidia' ({current.get('version')}) appears to be loaded and in "
-                f"use; the newly installed module ({version}) will be loaded at the next reboot.")
+            log(
+                f"WARNING: An NVIDIA kernel module 'nvidia' ({current.get('version')}) appears to be loaded and in "
+                f"use; the newly installed module ({version}) will be loaded at the next reboot."
+            )
         return
     try:
         kernel.load("nvidia")
     except kernel.ModuleError as exc:
-        raise InstallError("ERROR: Unable to load the kernel module 'nvidia.ko'.  This happens most frequently when "
-                           "this kernel module was built against the wrong or improperly configured kernel "
-                           f"sources, with a version of gcc that differs from the one used to build the target "
-                           f"kernel, or if another driver, such as nouveau, is present and prevents the NVIDIA "
-                           f"kernel module from obtaining ownership of the NVIDIA device(s) (modprobe: {exc}).")
+        raise InstallError(  # noqa: B904 - the installer prints its own text, as NVIDIA's does
+            "ERROR: Unable to load the kernel module 'nvidia.ko'.  This happens most frequently when "
+            "this kernel module was built against the wrong or improperly configured kernel "
+            f"sources, with a version of gcc that differs from the one used to build the target "
+            f"kernel, or if another driver, such as nouveau, is present and prevents the NVIDIA "
+            f"kernel module from obtaining ownership of the NVIDIA device(s) (modprobe: {exc})."
+        )
     kernel.create_gpu_nodes()
     log("Kernel module load succeeded.")

@@ -16,9 +16,15 @@ import time
 from . import paths
 from .gpus import Gpu, node_gpus
 
-MODULE_DEPS = {"nvidia_uvm": ["nvidia"], "nvidia_modeset": ["nvidia"], "nvidia_drm": ["nvidia_modeset"],
-               "nvidia_peermem": ["nvidia"], "vfio_pci": ["vfio_pci_core"], "vfio_pci_core": ["vfio"],
-               "vfio_iommu_type1": ["vfio"]}
+MODULE_DEPS = {
+    "nvidia_uvm": ["nvidia"],
+    "nvidia_modeset": ["nvidia"],
+    "nvidia_drm": ["nvidia_modeset"],
+    "nvidia_peermem": ["nvidia"],
+    "vfio_pci": ["vfio_pci_core"],
+    "vfio_pci_core": ["vfio"],
+    "vfio_iommu_type1": ["vfio"],
+}
 BUILD_HOST = "dvs-builder@U22-I3-AM02-24-3"
 BUILD_DATES = {"580.95.05": "Thu Sep 25 03:21:44 UTC 2025", "580.105.08": "Wed Oct 29 21:11:40 UTC 2025"}
 GCC_LINE = "GCC version:  gcc version 12.2.0 (Debian 12.2.0-14+deb12u1) "
@@ -62,13 +68,18 @@ def read_module_info(path: str) -> dict[str, str]:
 
 
 def render_module_file(name: str, version: str, kernel: str, **fields: str) -> str:
-    lines = ["# gpuhost lab: a simulated kernel module (read by the lab's modinfo and modprobe)",
-             f"name={name}", f"version={version}", f"vermagic={kernel} SMP preempt mod_unload modversions "]
+    lines = [
+        "# gpuhost lab: a simulated kernel module (read by the lab's modinfo and modprobe)",
+        f"name={name}",
+        f"version={version}",
+        f"vermagic={kernel} SMP preempt mod_unload modversions ",
+    ]
     lines += [f"{k}={v}" for k, v in fields.items()]
     return "\n".join(lines) + "\n"
 
 
 # ---- loaded modules (per boot) -------------------------------------------------------------
+
 
 def loaded() -> dict[str, dict[str, str]]:
     try:
@@ -119,8 +130,10 @@ def load(name: str) -> list[str]:
         register_chrdev("nvidia-uvm", extended=True)
         log(f"nvidia-uvm: Loaded the UVM driver, major device number {char_majors()['nvidia-uvm']}.")
     elif name == "nvidia_modeset":
-        log(f"nvidia-modeset: Loading NVIDIA UNIX Open Kernel Mode Setting Driver for x86_64  {info.get('version')}  "
-            f"Release Build  ({BUILD_HOST})  {BUILD_DATES.get(info.get('version', ''), '')}")
+        log(
+            f"nvidia-modeset: Loading NVIDIA UNIX Open Kernel Mode Setting Driver for x86_64  {info.get('version')}  "
+            f"Release Build  ({BUILD_HOST})  {BUILD_DATES.get(info.get('version', ''), '')}"
+        )
     mods = loaded()
     mods[name] = {"version": info.get("version", ""), "flavour": info.get("flavour", ""), "file": path}
     _save_loaded(mods)
@@ -178,17 +191,21 @@ def set_binding(bdf: str, driver: str | None) -> None:
 def version_text(version: str, flavour: str) -> str:
     date = BUILD_DATES.get(version, "Thu Sep 25 03:21:44 UTC 2025")
     if flavour == "open":
-        first = f"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {version}  Release Build  ({BUILD_HOST})  {date}"
+        first = (
+            f"NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  {version}  Release Build  ({BUILD_HOST})  {date}"
+        )
     else:
         first = f"NVRM version: NVIDIA UNIX x86_64 Kernel Module  {version}  {date}"
     return f"{first}\n{GCC_LINE}\n"
 
 
 def information_text(gpu: Gpu, version: str) -> str:
-    return (f"Model: \t\t {gpu.name}\nIRQ:   \t\t {gpu.irq}\nGPU UUID: \t {gpu.uuid}\n"
-            f"Video BIOS: \t {gpu.vbios}\nBus Type: \t PCIe\nDMA Size: \t 52 bits\nDMA Mask: \t 0xfffffffffffff\n"
-            f"Bus Location: \t {gpu.bdf}\nDevice Minor: \t {gpu.index}\nGPU Firmware: \t {version}\n"
-            "GPU Excluded:\t No\n")
+    return (
+        f"Model: \t\t {gpu.name}\nIRQ:   \t\t {gpu.irq}\nGPU UUID: \t {gpu.uuid}\n"
+        f"Video BIOS: \t {gpu.vbios}\nBus Type: \t PCIe\nDMA Size: \t 52 bits\nDMA Mask: \t 0xfffffffffffff\n"
+        f"Bus Location: \t {gpu.bdf}\nDevice Minor: \t {gpu.index}\nGPU Firmware: \t {version}\n"
+        "GPU Excluded:\t No\n"
+    )
 
 
 def _load_nvidia(info: dict[str, str]) -> None:
@@ -199,8 +216,10 @@ def _load_nvidia(info: dict[str, str]) -> None:
         if bound.get(gpu.bdf, "nvidia") != "nvidia":
             continue
         if gpu.needs_open_module and flavour != "open":
-            log(f"NVRM: The NVIDIA GPU {gpu.bdf} (PCI ID: 10de:{gpu.device_id})\n"
-                "NVRM: installed in this system requires use of the NVIDIA open kernel modules.")
+            log(
+                f"NVRM: The NVIDIA GPU {gpu.bdf} (PCI ID: 10de:{gpu.device_id})\n"
+                "NVRM: installed in this system requires use of the NVIDIA open kernel modules."
+            )
             continue
         gpus.append(gpu)
     if not gpus:
@@ -210,17 +229,19 @@ def _load_nvidia(info: dict[str, str]) -> None:
     with open(f"{paths.PROC_NVIDIA}/version", "w") as fh:
         fh.write(version_text(version, flavour))
     with open(f"{paths.PROC_NVIDIA}/params", "w") as fh:
-        fh.write('ResmanDebugLevel: 4294967295\nRmLogonRC: 1\nModifyDeviceFiles: 1\nDeviceFileUID: 0\n'
-                 'DeviceFileGID: 0\nDeviceFileMode: 438\nInitializeSystemMemoryAllocations: 1\n'
-                 'UsePageAttributeTable: 4294967295\nEnableMSI: 1\nEnablePCIeGen3: 0\nMemoryPoolSize: 0\n'
-                 'KMallocHeapMaxSize: 0\nVMallocHeapMaxSize: 0\nIgnoreMMIOCheck: 0\nEnableStreamMemOPs: 0\n'
-                 'EnableUserNUMAManagement: 1\nNvLinkDisable: 0\nRmProfilingAdminOnly: 1\n'
-                 'PreserveVideoMemoryAllocations: 0\nEnableS0ixPowerManagement: 0\nDynamicPowerManagement: 3\n'
-                 'RegisterPCIDriver: 1\nEnablePCIERelaxedOrderingMode: 0\nEnableResizableBar: 0\n'
-                 'EnableGpuFirmware: 18\nEnableDbgBreakpoint: 0\nOpenRmEnableUnsupportedGpus: 1\n'
-                 'DmaRemapPeerMmio: 1\nImexChannelCount: 2048\nCreateImexChannel0: 0\nGrdmaPciTopoCheckOverride: 0\n'
-                 'RegistryDwords: ""\nRegistryDwordsPerDevice: ""\nRmMsg: ""\nGpuBlacklist: ""\n'
-                 'TemporaryFilePath: ""\nExcludedGpus: ""\n')
+        fh.write(
+            "ResmanDebugLevel: 4294967295\nRmLogonRC: 1\nModifyDeviceFiles: 1\nDeviceFileUID: 0\n"
+            "DeviceFileGID: 0\nDeviceFileMode: 438\nInitializeSystemMemoryAllocations: 1\n"
+            "UsePageAttributeTable: 4294967295\nEnableMSI: 1\nEnablePCIeGen3: 0\nMemoryPoolSize: 0\n"
+            "KMallocHeapMaxSize: 0\nVMallocHeapMaxSize: 0\nIgnoreMMIOCheck: 0\nEnableStreamMemOPs: 0\n"
+            "EnableUserNUMAManagement: 1\nNvLinkDisable: 0\nRmProfilingAdminOnly: 1\n"
+            "PreserveVideoMemoryAllocations: 0\nEnableS0ixPowerManagement: 0\nDynamicPowerManagement: 3\n"
+            "RegisterPCIDriver: 1\nEnablePCIERelaxedOrderingMode: 0\nEnableResizableBar: 0\n"
+            "EnableGpuFirmware: 18\nEnableDbgBreakpoint: 0\nOpenRmEnableUnsupportedGpus: 1\n"
+            "DmaRemapPeerMmio: 1\nImexChannelCount: 2048\nCreateImexChannel0: 0\nGrdmaPciTopoCheckOverride: 0\n"
+            'RegistryDwords: ""\nRegistryDwordsPerDevice: ""\nRmMsg: ""\nGpuBlacklist: ""\n'
+            'TemporaryFilePath: ""\nExcludedGpus: ""\n'
+        )
     open(f"{paths.PROC_NVIDIA}/registry", "w").close()
     for gpu in gpus:
         d = f"{paths.PROC_NVIDIA}/gpus/{gpu.bdf}"
@@ -234,12 +255,15 @@ def _load_nvidia(info: dict[str, str]) -> None:
     register_chrdev("nvidiactl", major=paths.NVIDIA_MAJOR)
     register_chrdev("nvidia-caps")
     kind = "Open " if flavour == "open" else ""
-    log(f"nvidia: loading out-of-tree module taints kernel.\n"
+    log(
+        f"nvidia: loading out-of-tree module taints kernel.\n"
         f"NVRM: loading NVIDIA UNIX {kind}Kernel Module for x86_64  {version}  Release Build  ({BUILD_HOST})  "
-        f"{BUILD_DATES.get(version, '')}")
+        f"{BUILD_DATES.get(version, '')}"
+    )
 
 
 # ---- /proc/devices -------------------------------------------------------------------------
+
 
 def _read_devices() -> list[str]:
     try:
@@ -268,7 +292,7 @@ def register_chrdev(name: str, major: int | None = None, extended: bool = False)
     lines = _read_devices()
     start = lines.index("Character devices:") if "Character devices:" in lines else 0
     end = next((i for i in range(start + 1, len(lines)) if not lines[i].strip()), len(lines))
-    entries = [(int(p[0]), p[1]) for p in (line.split() for line in lines[start + 1:end]) if len(p) == 2]
+    entries = [(int(p[0]), p[1]) for p in (line.split() for line in lines[start + 1 : end]) if len(p) == 2]
     for m, n in entries:
         if n == name:
             return m
@@ -278,7 +302,7 @@ def register_chrdev(name: str, major: int | None = None, extended: bool = False)
         major = next(m for m in candidates if m not in used)
     entries.append((major, name))
     entries.sort(key=lambda e: e[0])
-    new = lines[:start + 1] + [f"{m:3d} {n}" for m, n in entries] + lines[end:]
+    new = lines[: start + 1] + [f"{m:3d} {n}" for m, n in entries] + lines[end:]
     with open(paths.PROC_DEVICES_SOURCE, "r+") as fh:
         fh.seek(0)
         fh.write("\n".join(new) + "\n")
@@ -288,8 +312,9 @@ def register_chrdev(name: str, major: int | None = None, extended: bool = False)
 
 def unregister_chrdev(name: str) -> None:
     lines = _read_devices()
-    new = [line for line in lines if not (len(line.split()) == 2 and line.split()[1] == name
-                                          and line.split()[0].isdigit())]
+    new = [
+        line for line in lines if not (len(line.split()) == 2 and line.split()[1] == name and line.split()[0].isdigit())
+    ]
     if new != lines:
         with open(paths.PROC_DEVICES_SOURCE, "r+") as fh:
             fh.seek(0)
@@ -299,8 +324,10 @@ def unregister_chrdev(name: str) -> None:
 
 # ---- device nodes (what nvidia-modprobe does) ----------------------------------------------
 
+
 def _mknod(path: str, major: int, minor: int) -> None:
     import stat as st
+
     if os.path.exists(path):
         return
     os.mknod(path, 0o666 | st.S_IFCHR, os.makedev(major, minor))
@@ -310,6 +337,7 @@ def _mknod(path: str, major: int, minor: int) -> None:
 def create_gpu_nodes(minors: list[int] | None = None) -> None:
     """``/dev/nvidiactl`` and ``/dev/nvidiaN`` for the bound GPUs (all, or those given)."""
     from .gpus import driver_gpus
+
     bound = [g.index for g in driver_gpus()]
     _mknod("/dev/nvidiactl", paths.NVIDIA_MAJOR, paths.CTL_MINOR)
     for minor in bound if minors is None else [m for m in minors if m in bound]:

@@ -18,7 +18,7 @@ from .gpus import Gpu
 LOAD_DIR = "/var/lib/gpuhost-lab/gpu-load"
 CT_UPPERS = "/var/lib/gpuhost-lab/disk/ct/*/upper"
 STALE_S = 5.0
-SATURATION = 16           # requests in flight at which a GPU is fully busy
+SATURATION = 16  # requests in flight at which a GPU is fully busy
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,10 @@ from .gpus import (
     visible_minors,
 )
 
-COMM_FAIL = ("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the "
-             "latest NVIDIA driver is installed and running.")
+COMM_FAIL = (
+    "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the "
+    "latest NVIDIA driver is installed and running."
+)
 RC_INVALID, RC_NO_DEVICES, RC_NO_DRIVER, RC_MISMATCH = 2, 6, 9, 18
 
 
@@ -29,7 +31,9 @@ class SmiExit(Exception):
 
 def cuda_version(driver: str) -> str:
     major = int(driver.split(".")[0])
-    return {580: "13.0", 575: "12.9", 570: "12.8", 565: "12.7", 560: "12.6", 555: "12.5", 550: "12.4"}.get(major, "13.0")
+    return {580: "13.0", 575: "12.9", 570: "12.8", 565: "12.7", 560: "12.6", 555: "12.5", 550: "12.4"}.get(
+        major, "13.0"
+    )
 
 
 def nvml_version(driver: str) -> str:
@@ -43,10 +47,13 @@ def init(version: str) -> list[Gpu]:
     if module is None:
         raise SmiExit(COMM_FAIL, RC_NO_DRIVER)
     if module != version:
-        raise SmiExit(f"Failed to initialize NVML: Driver/library version mismatch\n"
-                      f"NVML library version: {nvml_version(version)}", RC_MISMATCH)
+        raise SmiExit(
+            f"Failed to initialize NVML: Driver/library version mismatch\n"
+            f"NVML library version: {nvml_version(version)}",
+            RC_MISMATCH,
+        )
     if kernel.on_node() and os.geteuid() == 0:
-        kernel.create_gpu_nodes()        # NVML runs nvidia-modprobe for missing nodes on the host
+        kernel.create_gpu_nodes()  # NVML runs nvidia-modprobe for missing nodes on the host
     if not has_control_device():
         raise SmiExit(COMM_FAIL, RC_NO_DRIVER)
     minors = visible_minors()
@@ -58,6 +65,7 @@ def init(version: str) -> list[Gpu]:
 
 # ---- --query-gpu ---------------------------------------------------------------------------
 
+
 def _fields(gpu: Gpu, position: int, count: int, driver: str) -> dict[str, tuple[str, str]]:
     """field → (value, unit)."""
     busy = load.current(gpu)
@@ -66,31 +74,52 @@ def _fields(gpu: Gpu, position: int, count: int, driver: str) -> dict[str, tuple
     persistence = "Enabled" if persistence_enabled() else "Disabled"
     gen_now = gpu.idle_gen
     return {
-        "index": (str(position), ""), "count": (str(count), ""), "name": (gpu.name, ""),
-        "gpu_name": (gpu.name, ""), "uuid": (gpu.uuid, ""), "gpu_uuid": (gpu.uuid, ""),
-        "serial": (gpu.serial, ""), "gpu_serial": (gpu.serial, ""),
-        "pci.bus_id": (gpu.nvml_bus_id, ""), "gpu_bus_id": (gpu.nvml_bus_id, ""),
-        "pci.domain": ("0x0000", ""), "pci.bus": (f"0x{gpu.bdf.split(':')[1].upper()}", ""),
-        "pci.device": ("0x00", ""), "pci.device_id": (f"0x{gpu.device_id.upper()}10DE", ""),
+        "index": (str(position), ""),
+        "count": (str(count), ""),
+        "name": (gpu.name, ""),
+        "gpu_name": (gpu.name, ""),
+        "uuid": (gpu.uuid, ""),
+        "gpu_uuid": (gpu.uuid, ""),
+        "serial": (gpu.serial, ""),
+        "gpu_serial": (gpu.serial, ""),
+        "pci.bus_id": (gpu.nvml_bus_id, ""),
+        "gpu_bus_id": (gpu.nvml_bus_id, ""),
+        "pci.domain": ("0x0000", ""),
+        "pci.bus": (f"0x{gpu.bdf.split(':')[1].upper()}", ""),
+        "pci.device": ("0x00", ""),
+        "pci.device_id": (f"0x{gpu.device_id.upper()}10DE", ""),
         "pci.sub_device_id": (f"0x{gpu.subsys_id.upper()}10DE", ""),
-        "driver_version": (driver, ""), "vbios_version": (gpu.vbios, ""),
-        "persistence_mode": (persistence, ""), "compute_cap": (gpu.compute_cap, ""),
-        "compute_mode": ("Default", ""), "display_mode": ("Disabled", ""), "display_active": ("Disabled", ""),
-        "memory.total": (str(gpu.memory_mib), "MiB"), "memory.used": (str(used), "MiB"),
+        "driver_version": (driver, ""),
+        "vbios_version": (gpu.vbios, ""),
+        "persistence_mode": (persistence, ""),
+        "compute_cap": (gpu.compute_cap, ""),
+        "compute_mode": ("Default", ""),
+        "display_mode": ("Disabled", ""),
+        "display_active": ("Disabled", ""),
+        "memory.total": (str(gpu.memory_mib), "MiB"),
+        "memory.used": (str(used), "MiB"),
         "memory.reserved": (str(reserved), "MiB"),
         "memory.free": (str(gpu.memory_mib - used - reserved), "MiB"),
-        "pcie.link.gen.current": (str(gen_now), ""), "pcie.link.gen.gpucurrent": (str(gen_now), ""),
-        "pcie.link.gen.max": (str(gpu.gen_max), ""), "pcie.link.gen.gpumax": (str(gpu.gen_max), ""),
+        "pcie.link.gen.current": (str(gen_now), ""),
+        "pcie.link.gen.gpucurrent": (str(gen_now), ""),
+        "pcie.link.gen.max": (str(gpu.gen_max), ""),
+        "pcie.link.gen.gpumax": (str(gpu.gen_max), ""),
         "pcie.link.gen.hostmax": (str(gpu.gen_max), ""),
-        "pcie.link.width.current": (str(gpu.width_max), ""), "pcie.link.width.max": (str(gpu.width_max), ""),
-        "temperature.gpu": ("31", ""), "fan.speed": ("[N/A]", "%"),
+        "pcie.link.width.current": (str(gpu.width_max), ""),
+        "pcie.link.width.max": (str(gpu.width_max), ""),
+        "temperature.gpu": ("31", ""),
+        "fan.speed": ("[N/A]", "%"),
         "utilization.gpu": (str(load.utilization(busy)), "%"),
         "utilization.memory": (str(load.utilization(busy) // 2), "%"),
-        "power.draw": (f"{load.power(gpu, busy):.2f}", "W"), "power.limit": (f"{gpu.power_limit_w:.2f}", "W"),
+        "power.draw": (f"{load.power(gpu, busy):.2f}", "W"),
+        "power.limit": (f"{gpu.power_limit_w:.2f}", "W"),
         "pstate": ("P1" if busy.inflight else ("P2" if used else "P8"), ""),
-        "clocks.sm": ("180", "MHz"), "clocks.mem": ("405", "MHz"),
-        "clocks.max.sm": ("3090", "MHz"), "mig.mode.current": ("Disabled", ""),
-        "ecc.mode.current": ("Enabled", ""), "timestamp": (time.strftime("%Y/%m/%d %H:%M:%S.000"), ""),
+        "clocks.sm": ("180", "MHz"),
+        "clocks.mem": ("405", "MHz"),
+        "clocks.max.sm": ("3090", "MHz"),
+        "mig.mode.current": ("Disabled", ""),
+        "ecc.mode.current": ("Enabled", ""),
+        "timestamp": (time.strftime("%Y/%m/%d %H:%M:%S.000"), ""),
     }
 
 
@@ -120,102 +149,122 @@ def query(gpus: list[Gpu], fields: list[str], fmt: list[str], driver: str) -> st
 
 # ---- -L, -q, the summary table -------------------------------------------------------------
 
+
 def list_gpus(gpus: list[Gpu]) -> str:
     return "".join(f"GPU {i}: {g.name} (UUID: {g.uuid})\n" for i, g in enumerate(gpus))
 
 
 def full_query(gpus: list[Gpu], driver: str) -> str:
-    out = ["", "==============NVSMI LOG==============", "",
-           f"Timestamp                                              : {time.strftime('%a %b %d %H:%M:%S %Y')}",
-           f"Driver Version                                         : {driver}",
-           f"CUDA Version                                           : {cuda_version(driver)}", "",
-           f"Attached GPUs                                          : {len(gpus)}"]
+    out = [
+        "",
+        "==============NVSMI LOG==============",
+        "",
+        f"Timestamp                                              : {time.strftime('%a %b %d %H:%M:%S %Y')}",
+        f"Driver Version                                         : {driver}",
+        f"CUDA Version                                           : {cuda_version(driver)}",
+        "",
+        f"Attached GPUs                                          : {len(gpus)}",
+    ]
     pm = "Enabled" if persistence_enabled() else "Disabled"
-    for pos, g in enumerate(gpus):
+    for g in gpus:
         bus = g.bdf.split(":")[1].upper()
-        out += [f"GPU {g.nvml_bus_id}",
-                f"    Product Name                                       : {g.name}",
-                "    Product Brand                                      : NVIDIA RTX",
-                f"    Product Architecture                               : {g.arch}",
-                "    Display Mode                                       : Disabled",
-                "    Display Active                                     : Disabled",
-                f"    Persistence Mode                                   : {pm}",
-                "    Addressing Mode                                    : HMM",
-                "    MIG Mode",
-                "        Current                                        : Disabled",
-                "        Pending                                        : Disabled",
-                f"    Serial Number                                      : {g.serial}",
-                f"    GPU UUID                                           : {g.uuid}",
-                f"    Minor Number                                       : {g.index}",
-                f"    VBIOS Version                                      : {g.vbios}",
-                "    GPU Virtualization Mode",
-                "        Virtualization Mode                            : None",
-                "        Host VGPU Mode                                 : N/A",
-                "    PCI",
-                f"        Bus                                            : 0x{bus}",
-                "        Device                                         : 0x00",
-                "        Domain                                         : 0x0000",
-                f"        Device Id                                      : 0x{g.device_id.upper()}10DE",
-                f"        Bus Id                                         : {g.nvml_bus_id}",
-                f"        Sub System Id                                  : 0x{g.subsys_id.upper()}10DE",
-                "        GPU Link Info",
-                "            PCIe Generation",
-                f"                Max                                    : {g.gen_max}",
-                f"                Current                                : {g.idle_gen}",
-                f"                Device Current                         : {g.idle_gen}",
-                f"                Device Max                             : {g.gen_max}",
-                f"                Host Max                               : {g.gen_max}",
-                "            Link Width",
-                f"                Max                                    : {g.width_max}x",
-                f"                Current                                : {g.width_max}x",
-                "    FB Memory Usage",
-                f"        Total                                          : {g.memory_mib} MiB",
-                "        Reserved                                       : 530 MiB",
-                "        Used                                           : 0 MiB",
-                f"        Free                                           : {g.memory_mib - 530} MiB",
-                "    BAR1 Memory Usage",
-                f"        Total                                          : {g.bar1_mib} MiB",
-                "        Used                                           : 1 MiB",
-                f"        Free                                           : {g.bar1_mib - 1} MiB",
-                "    Compute Mode                                       : Default",
-                "    Performance State                                  : P8",
-                "    Processes                                          : None", ""]
+        out += [
+            f"GPU {g.nvml_bus_id}",
+            f"    Product Name                                       : {g.name}",
+            "    Product Brand                                      : NVIDIA RTX",
+            f"    Product Architecture                               : {g.arch}",
+            "    Display Mode                                       : Disabled",
+            "    Display Active                                     : Disabled",
+            f"    Persistence Mode                                   : {pm}",
+            "    Addressing Mode                                    : HMM",
+            "    MIG Mode",
+            "        Current                                        : Disabled",
+            "        Pending                                        : Disabled",
+            f"    Serial Number                                      : {g.serial}",
+            f"    GPU UUID                                           : {g.uuid}",
+            f"    Minor Number                                       : {g.index}",
+            f"    VBIOS Version                                      : {g.vbios}",
+            "    GPU Virtualization Mode",
+            "        Virtualization Mode                            : None",
+            "        Host VGPU Mode                                 : N/A",
+            "    PCI",
+            f"        Bus                                            : 0x{bus}",
+            "        Device                                         : 0x00",
+            "        Domain                                         : 0x0000",
+            f"        Device Id                                      : 0x{g.device_id.upper()}10DE",
+            f"        Bus Id                                         : {g.nvml_bus_id}",
+            f"        Sub System Id                                  : 0x{g.subsys_id.upper()}10DE",
+            "        GPU Link Info",
+            "            PCIe Generation",
+            f"                Max                                    : {g.gen_max}",
+            f"                Current                                : {g.idle_gen}",
+            f"                Device Current                         : {g.idle_gen}",
+            f"                Device Max                             : {g.gen_max}",
+            f"                Host Max                               : {g.gen_max}",
+            "            Link Width",
+            f"                Max                                    : {g.width_max}x",
+            f"                Current                                : {g.width_max}x",
+            "    FB Memory Usage",
+            f"        Total                                          : {g.memory_mib} MiB",
+            "        Reserved                                       : 530 MiB",
+            "        Used                                           : 0 MiB",
+            f"        Free                                           : {g.memory_mib - 530} MiB",
+            "    BAR1 Memory Usage",
+            f"        Total                                          : {g.bar1_mib} MiB",
+            "        Used                                           : 1 MiB",
+            f"        Free                                           : {g.bar1_mib - 1} MiB",
+            "    Compute Mode                                       : Default",
+            "    Performance State                                  : P8",
+            "    Processes                                          : None",
+            "",
+        ]
     return "\n".join(out) + "\n"
 
 
 def summary(gpus: list[Gpu], driver: str) -> str:
     bar = "+-----------------------------------------+------------------------+----------------------+"
-    out = [time.strftime("%a %b %e %H:%M:%S %Y       "),
-           "+-----------------------------------------------------------------------------------------+",
-           f"| NVIDIA-SMI {driver:<22} Driver Version: {driver:<14} CUDA Version: {cuda_version(driver):<9}|",
-           bar,
-           "| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |",
-           "| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |",
-           "|                                         |                        |               MIG M. |",
-           "|=========================================+========================+======================|"]
+    out = [
+        time.strftime("%a %b %e %H:%M:%S %Y       "),
+        "+-----------------------------------------------------------------------------------------+",
+        f"| NVIDIA-SMI {driver:<22} Driver Version: {driver:<14} CUDA Version: {cuda_version(driver):<9}|",
+        bar,
+        "| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |",
+        "| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |",
+        "|                                         |                        |               MIG M. |",
+        "|=========================================+========================+======================|",
+    ]
     pm = "On" if persistence_enabled() else "Off"
     for i, g in enumerate(gpus):
         name = g.name if len(g.name) <= 25 else g.name[:22] + "..."
-        out += [f"| {i:>3}  {name:<25} {pm:>7}  | {g.nvml_bus_id:>18} Off |{'0':>21} |",
-                f"| N/A   31C    P8 {'32W /':>22} {g.power_limit_w:>4}W | {'0MiB /':>12} {g.memory_mib:>6}MiB |"
-                f"{'0%':>9}      Default |",
-                f"|{'':41}|{'':24}|{'Disabled':>21} |", bar]
-    out += ["", "+-----------------------------------------------------------------------------------------+",
-            "| Processes:                                                                              |",
-            "|  GPU   GI   CI              PID   Type   Process name                        GPU Memory |",
-            "|        ID   ID                                                               Usage      |",
-            "|=========================================================================================|",
-            "|  No running processes found                                                             |",
-            "+-----------------------------------------------------------------------------------------+"]
+        out += [
+            f"| {i:>3}  {name:<25} {pm:>7}  | {g.nvml_bus_id:>18} Off |{'0':>21} |",
+            f"| N/A   31C    P8 {'32W /':>22} {g.power_limit_w:>4}W | {'0MiB /':>12} {g.memory_mib:>6}MiB |"
+            f"{'0%':>9}      Default |",
+            f"|{'':41}|{'':24}|{'Disabled':>21} |",
+            bar,
+        ]
+    out += [
+        "",
+        "+-----------------------------------------------------------------------------------------+",
+        "| Processes:                                                                              |",
+        "|  GPU   GI   CI              PID   Type   Process name                        GPU Memory |",
+        "|        ID   ID                                                               Usage      |",
+        "|=========================================================================================|",
+        "|  No running processes found                                                             |",
+        "+-----------------------------------------------------------------------------------------+",
+    ]
     return "\n".join(out) + "\n"
 
 
 def persistence_mode(gpus: list[Gpu], enable: bool) -> str:
     """``nvidia-smi -pm 0|1``: root on the host only (a container has no such permission)."""
     if os.geteuid() != 0 or not kernel.on_node():
-        return "".join(f"Unable to set persistence mode for GPU {g.nvml_bus_id}: Insufficient Permissions\n"
-                       for g in gpus) + "Terminating early due to previous errors.\n"
+        return (
+            "".join(f"Unable to set persistence mode for GPU {g.nvml_bus_id}: Insufficient Permissions\n" for g in gpus)
+            + "Terminating early due to previous errors.\n"
+        )
     from . import paths
+
     if enable:
         open(paths.PERSISTENCE_FLAG, "w").close()
     elif os.path.exists(paths.PERSISTENCE_FLAG):
@@ -225,6 +274,7 @@ def persistence_mode(gpus: list[Gpu], enable: bool) -> str:
 
 
 # ---- command line --------------------------------------------------------------------------
+
 
 def _option(argv: list[str], *names: str) -> str | None:
     for i, arg in enumerate(argv):
@@ -244,15 +294,17 @@ def _select(gpus: list[Gpu], argv: list[str]) -> list[Gpu]:
     for token in ids.split(","):
         match = [g for pos, g in enumerate(gpus) if token in (str(pos), g.uuid, g.nvml_bus_id, g.bdf)]
         if not match:
-            raise SmiExit(f"No devices were found matching the given ID \"{token}\"\n", RC_INVALID)
+            raise SmiExit(f'No devices were found matching the given ID "{token}"\n', RC_INVALID)
         chosen += match
     return chosen
 
 
 def run(argv: list[str], version: str) -> str:
     if "--version" in argv:
-        return (f"NVIDIA-SMI version  : {version}\nNVML version        : {version.split('.')[0]}.{version.split('.')[1]}\n"
-                f"DRIVER version      : {version}\nCUDA Version        : {cuda_version(version)}\n")
+        return (
+            f"NVIDIA-SMI version  : {version}\nNVML version        : {version.split('.')[0]}.{version.split('.')[1]}\n"
+            f"DRIVER version      : {version}\nCUDA Version        : {cuda_version(version)}\n"
+        )
     gpus = init(version)
     driver = version
     tty = sys.stdout.isatty()
@@ -263,11 +315,14 @@ def run(argv: list[str], version: str) -> str:
         cap = _option(rest, "-p2p", "--p2pstatus")
         if cap is not None:
             if cap not in topo.P2P_CAPS:
-                raise SmiExit(f"Invalid p2p capability \"{cap}\". Use one of r, w, n, a, p.", RC_INVALID)
+                raise SmiExit(f'Invalid p2p capability "{cap}". Use one of r, w, n, a, p.', RC_INVALID)
             return topo.p2p(gpus, cap, tty)
-        raise SmiExit("Usage: nvidia-smi topo [options]\n    -m,   --matrix  Display the GPUDirect "
-                      "communication matrix for the system.\n    -p2p, --p2pstatus Displays the p2p status "
-                      "between the GPUs of a given p2p capability\n", RC_INVALID)
+        raise SmiExit(
+            "Usage: nvidia-smi topo [options]\n    -m,   --matrix  Display the GPUDirect "
+            "communication matrix for the system.\n    -p2p, --p2pstatus Displays the p2p status "
+            "between the GPUs of a given p2p capability\n",
+            RC_INVALID,
+        )
     gpus = _select(gpus, argv)
     if "-L" in argv or "--list-gpus" in argv:
         return list_gpus(gpus)

@@ -19,7 +19,7 @@ def load_table() -> dict[str, Any]:
 
 
 def _named(name: str, fn: Callable[[str], Any]) -> Callable[[str], Any]:
-    fn.__name__ = name          # argparse names the type in "invalid <name> value: 'x'"
+    fn.__name__ = name  # argparse names the type in "invalid <name> value: 'x'"
     return fn
 
 

@@ -21,14 +21,32 @@ NEW = VERSION >= (0, 5, 15)
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description="Benchmark the online serving throughput.")
-    p.add_argument("--backend", default="sglang", choices=["sglang", "sglang-native", "sglang-oai",
-                                                           "sglang-oai-chat", "vllm", "lmdeploy"])
+    p.add_argument(
+        "--backend",
+        default="sglang",
+        choices=["sglang", "sglang-native", "sglang-oai", "sglang-oai-chat", "vllm", "lmdeploy"],
+    )
     p.add_argument("--base-url", default=None)
     p.add_argument("--host", default="0.0.0.0")
     p.add_argument("--port", type=int, default=None)
-    p.add_argument("--dataset-name", default="sharegpt",
-                   choices=["agentic-trace", "sharegpt", "custom", "openai", "random", "random-ids",
-                            "generated-shared-prefix", "mmmu", "image", "mooncake", "longbench_v2", "speed-bench"])
+    p.add_argument(
+        "--dataset-name",
+        default="sharegpt",
+        choices=[
+            "agentic-trace",
+            "sharegpt",
+            "custom",
+            "openai",
+            "random",
+            "random-ids",
+            "generated-shared-prefix",
+            "mmmu",
+            "image",
+            "mooncake",
+            "longbench_v2",
+            "speed-bench",
+        ],
+    )
     p.add_argument("--dataset-path", default="")
     p.add_argument("--model", default=None)
     p.add_argument("--served-model-name", default=None)
@@ -81,6 +99,7 @@ def _get(url: str) -> Any:
 def _lens(args: argparse.Namespace, rng: random.Random) -> list[tuple[int, int]]:
     def draw(n: int) -> int:
         return rng.randint(max(int(n * args.random_range_ratio), 1), n)
+
     return [(draw(args.random_input_len), draw(args.random_output_len)) for _ in range(args.num_prompts)]
 
 
@@ -88,19 +107,42 @@ def _one(args: argparse.Namespace, base: str, model: str, isl: int, osl: int, ex
     prompt = " ".join(["hi"] * isl)
     ignore_eos = not args.disable_ignore_eos
     if args.backend in ("sglang-oai-chat",):
-        url, body = f"{base}/v1/chat/completions", {"model": model, "messages": [{"role": "user", "content": prompt}],
-                                                    "max_tokens": osl, "stream": True, "ignore_eos": ignore_eos}
+        url, body = (
+            f"{base}/v1/chat/completions",
+            {
+                "model": model,
+                "messages": [{"role": "user", "content": prompt}],
+                "max_tokens": osl,
+                "stream": True,
+                "ignore_eos": ignore_eos,
+            },
+        )
     elif args.backend == "sglang-oai":
-        url, body = f"{base}/v1/completions", {"model": model, "prompt": prompt, "max_tokens": osl, "stream": True,
-                                               "ignore_eos": ignore_eos}
+        url, body = (
+            f"{base}/v1/completions",
+            {"model": model, "prompt": prompt, "max_tokens": osl, "stream": True, "ignore_eos": ignore_eos},
+        )
     else:
-        url, body = f"{base}/generate", {"text": prompt, "stream": True,
-                                         "sampling_params": {"max_new_tokens": osl, "ignore_eos": ignore_eos,
-                                                             "temperature": 0.0}}
+        url, body = (
+            f"{base}/generate",
+            {
+                "text": prompt,
+                "stream": True,
+                "sampling_params": {"max_new_tokens": osl, "ignore_eos": ignore_eos, "temperature": 0.0},
+            },
+        )
     body.update(extra)
     start = time.perf_counter()
-    out: dict[str, Any] = {"success": False, "ttft": 0.0, "itl": [], "latency": 0.0, "prompt_len": isl,
-                           "output_len": 0, "error": "", "text": ""}
+    out: dict[str, Any] = {
+        "success": False,
+        "ttft": 0.0,
+        "itl": [],
+        "latency": 0.0,
+        "prompt_len": isl,
+        "output_len": 0,
+        "error": "",
+        "text": "",
+    }
     last = start
     try:
         req = urllib.request.Request(url, data=json.dumps(body).encode(), headers=_headers(), method="POST")
@@ -138,8 +180,15 @@ def _pct(values: list[float], p: float) -> float:
 
 def _stats(values: list[float]) -> dict[str, float]:
     ms = [x * 1000 for x in values] or [0.0]
-    return {"mean": statistics.fmean(ms), "median": statistics.median(ms), "std": statistics.pstdev(ms),
-            "p90": _pct(ms, 90), "p95": _pct(ms, 95), "p99": _pct(ms, 99), "max": max(ms)}
+    return {
+        "mean": statistics.fmean(ms),
+        "median": statistics.median(ms),
+        "std": statistics.pstdev(ms),
+        "p90": _pct(ms, 90),
+        "p95": _pct(ms, 95),
+        "p99": _pct(ms, 99),
+        "max": max(ms),
+    }
 
 
 def run(argv: list[str]) -> int:
@@ -158,10 +207,11 @@ def run(argv: list[str]) -> int:
     model = args.model or (models.get("data") or [{}])[0].get("id", "default")
     if args.dataset_name in ("sharegpt", "random") and not os.path.isfile(args.dataset_path):
         sys.stderr.write(
-            "Traceback (most recent call last):\n  File \"<frozen runpy>\", line 198, in _run_module_as_main\n"
+            'Traceback (most recent call last):\n  File "<frozen runpy>", line 198, in _run_module_as_main\n'
             "huggingface_hub.errors.LocalEntryNotFoundError: An error happened while trying to locate the file on "
             "the Hub and we cannot find the requested files in the local cache. Please check your connection and "
-            "try again or make sure your Internet connection is on.\n")
+            "try again or make sure your Internet connection is on.\n"
+        )
         return 1
     rng = random.Random(args.seed)
     lens = _lens(args, rng)
@@ -172,8 +222,9 @@ def run(argv: list[str]) -> int:
         for _ in range(args.warmup_requests):
             w = _one(args, base, model, lens[0][0], min(lens[0][1], 32), extra)
             if not w["success"]:
-                raise ValueError(f"Warmup failed - Please make sure benchmark arguments are correctly specified. "
-                                 f"Error: {w['error']}")
+                raise ValueError(
+                    f"Warmup failed - Please make sure benchmark arguments are correctly specified. Error: {w['error']}"
+                )
         print("Warmup completed. Starting main benchmark run...")
     limit = threading.Semaphore(args.max_concurrency or len(lens) or 1)
     results: list[dict[str, Any]] = [{} for _ in lens]
@@ -188,6 +239,7 @@ def run(argv: list[str]) -> int:
             results[i] = _one(args, base, model, isl, osl, extra)
             with lock:
                 peak[0] -= 1
+
     start = time.perf_counter()
     threads = [threading.Thread(target=worker, args=(i, isl, osl)) for i, (isl, osl) in enumerate(lens)]
     for t in threads:
@@ -204,8 +256,9 @@ def run(argv: list[str]) -> int:
     return 0
 
 
-def report(args: argparse.Namespace, ok: list[dict[str, Any]], duration: float, peak: int,
-           info: dict[str, Any] | None) -> None:
+def report(
+    args: argparse.Namespace, ok: list[dict[str, Any]], duration: float, peak: int, info: dict[str, Any] | None
+) -> None:
     n_in = sum(r["prompt_len"] for r in ok)
     n_out = sum(r["output_len"] for r in ok)
     e2e, ttft = _stats([r["latency"] for r in ok]), _stats([r["ttft"] for r in ok])
@@ -216,59 +269,114 @@ def report(args: argparse.Namespace, ok: list[dict[str, Any]], duration: float, 
     lines = ["", "{s:{c}^{n}}".format(s=" Serving Benchmark Result ", n=50, c="=")]
     row = "{:<40} {:<10}".format
     rowf = "{:<40} {:<10.2f}".format
-    lines += [row("Backend:", args.backend), row("Traffic request rate:", rr),
-              row("Max request concurrency:", args.max_concurrency if args.max_concurrency else "not set"),
-              row("Successful requests:", len(ok)), rowf("Benchmark duration (s):", duration),
-              row("Total input tokens:", n_in)]
+    lines += [
+        row("Backend:", args.backend),
+        row("Traffic request rate:", rr),
+        row("Max request concurrency:", args.max_concurrency if args.max_concurrency else "not set"),
+        row("Successful requests:", len(ok)),
+        rowf("Benchmark duration (s):", duration),
+        row("Total input tokens:", n_in),
+    ]
     if NEW:
         lines += [row("Total input text tokens:", n_in)]
-    lines += [row("Total generated tokens:", n_out), row("Total generated tokens (retokenized):", n_out),
-              rowf("Request throughput (req/s):", len(ok) / duration), rowf("Input token throughput (tok/s):",
-                                                                           n_in / duration),
-              rowf("Output token throughput (tok/s):", n_out / duration),
-              rowf("Peak output token throughput (tok/s):", n_out / duration * 1.2),
-              row("Peak concurrent requests:", peak),
-              rowf("Total token throughput (tok/s):", (n_in + n_out) / duration), rowf("Concurrency:", concurrency)]
+    lines += [
+        row("Total generated tokens:", n_out),
+        row("Total generated tokens (retokenized):", n_out),
+        rowf("Request throughput (req/s):", len(ok) / duration),
+        rowf("Input token throughput (tok/s):", n_in / duration),
+        rowf("Output token throughput (tok/s):", n_out / duration),
+        rowf("Peak output token throughput (tok/s):", n_out / duration * 1.2),
+        row("Peak concurrent requests:", peak),
+        rowf("Total token throughput (tok/s):", (n_in + n_out) / duration),
+        rowf("Concurrency:", concurrency),
+    ]
     sections: list[tuple[str, str, dict[str, float], tuple[str, ...]]] = [
-        ("End-to-End Latency", "E2E Latency", e2e, ("mean", "median", "p90", "p95", "p99") if NEW
-         else ("mean", "median", "p90", "p99")),
-        ("Time to First Token", "TTFT", ttft, ("mean", "median", "p90", "p95", "p99") if NEW
-         else ("mean", "median", "p99")),
-        ("Time per Output Token (excl. 1st token)", "TPOT", tpot, ("mean", "median", "p90", "p95", "p99") if NEW
-         else ("mean", "median", "p99")),
-        ("Inter-Token Latency", "ITL", itl, ("mean", "median", "p90", "p95", "p99", "max") if NEW
-         else ("mean", "median", "p95", "p99", "max"))]
+        (
+            "End-to-End Latency",
+            "E2E Latency",
+            e2e,
+            ("mean", "median", "p90", "p95", "p99") if NEW else ("mean", "median", "p90", "p99"),
+        ),
+        (
+            "Time to First Token",
+            "TTFT",
+            ttft,
+            ("mean", "median", "p90", "p95", "p99") if NEW else ("mean", "median", "p99"),
+        ),
+        (
+            "Time per Output Token (excl. 1st token)",
+            "TPOT",
+            tpot,
+            ("mean", "median", "p90", "p95", "p99") if NEW else ("mean", "median", "p99"),
+        ),
+        (
+            "Inter-Token Latency",
+            "ITL",
+            itl,
+            ("mean", "median", "p90", "p95", "p99", "max") if NEW else ("mean", "median", "p95", "p99", "max"),
+        ),
+    ]
     for title, label, stats, keys in sections:
         lines.append("{s:{c}^{n}}".format(s=title, n=50, c="-"))
         for k in keys:
-            lines.append(rowf(f"{k.capitalize() if k in ('mean', 'median', 'max') else k.upper()} {label} (ms):",
-                              stats[k]))
+            lines.append(
+                rowf(f"{k.capitalize() if k in ('mean', 'median', 'max') else k.upper()} {label} (ms):", stats[k])
+            )
     lines.append("=" * 50)
     print("\n".join(lines))
-    out = args.output_file or (f"{args.backend}_{time.strftime('%m%d')}_{args.num_prompts}_"
-                               f"{args.random_input_len}_{args.random_output_len}.jsonl")
+    out = args.output_file or (
+        f"{args.backend}_{time.strftime('%m%d')}_{args.num_prompts}_"
+        f"{args.random_input_len}_{args.random_output_len}.jsonl"
+    )
     record: dict[str, Any] = {
-        "tag": args.tag, "backend": args.backend, "dataset_name": args.dataset_name, "request_rate": rr,
-        "max_concurrency": args.max_concurrency, "sharegpt_output_len": args.sharegpt_output_len,
-        "random_input_len": args.random_input_len, "random_output_len": args.random_output_len,
-        "random_range_ratio": args.random_range_ratio, "server_info": info, "duration": duration,
-        "completed": len(ok), "total_input_tokens": n_in}
+        "tag": args.tag,
+        "backend": args.backend,
+        "dataset_name": args.dataset_name,
+        "request_rate": rr,
+        "max_concurrency": args.max_concurrency,
+        "sharegpt_output_len": args.sharegpt_output_len,
+        "random_input_len": args.random_input_len,
+        "random_output_len": args.random_output_len,
+        "random_range_ratio": args.random_range_ratio,
+        "server_info": info,
+        "duration": duration,
+        "completed": len(ok),
+        "total_input_tokens": n_in,
+    }
     if NEW:
         record.update({"total_input_text_tokens": n_in, "total_input_vision_tokens": 0})
-    record.update({"total_output_tokens": n_out, "total_output_tokens_retokenized": n_out,
-                   "request_throughput": len(ok) / duration, "input_throughput": n_in / duration,
-                   "output_throughput": n_out / duration, "total_throughput": (n_in + n_out) / duration})
-    keys = {"e2e_latency": (e2e, ("mean", "median", "std", "p90", "p95", "p99") if NEW
-                            else ("mean", "median", "std", "p90", "p99")),
-            "ttft": (ttft, ("mean", "median", "std", "p90", "p95", "p99") if NEW else ("mean", "median", "std", "p99")),
-            "tpot": (tpot, ("mean", "median", "std", "p90", "p95", "p99") if NEW else ("mean", "median", "std", "p99")),
-            "itl": (itl, ("mean", "median", "std", "p90", "p95", "p99") if NEW else ("mean", "median", "std", "p95",
-                                                                                     "p99"))}
+    record.update(
+        {
+            "total_output_tokens": n_out,
+            "total_output_tokens_retokenized": n_out,
+            "request_throughput": len(ok) / duration,
+            "input_throughput": n_in / duration,
+            "output_throughput": n_out / duration,
+            "total_throughput": (n_in + n_out) / duration,
+        }
+    )
+    keys = {
+        "e2e_latency": (
+            e2e,
+            ("mean", "median", "std", "p90", "p95", "p99") if NEW else ("mean", "median", "std", "p90", "p99"),
+        ),
+        "ttft": (ttft, ("mean", "median", "std", "p90", "p95", "p99") if NEW else ("mean", "median", "std", "p99")),
+        "tpot": (tpot, ("mean", "median", "std", "p90", "p95", "p99") if NEW else ("mean", "median", "std", "p99")),
+        "itl": (
+            itl,
+            ("mean", "median", "std", "p90", "p95", "p99") if NEW else ("mean", "median", "std", "p95", "p99"),
+        ),
+    }
     for metric, (stats, names) in keys.items():
         for name in names:
             record[f"{name}_{metric}_ms"] = stats[name]
-    record.update({"concurrency": sum(r["latency"] for r in ok) / duration if duration else 0.0,
-                   "accept_length": None, "max_output_tokens_per_s": n_out / duration * 1.2,
-                   "max_concurrent_requests": peak})
+    record.update(
+        {
+            "concurrency": sum(r["latency"] for r in ok) / duration if duration else 0.0,
+            "accept_length": None,
+            "max_output_tokens_per_s": n_out / duration * 1.2,
+            "max_concurrent_requests": peak,
+        }
+    )
     with open(out, "a") as fh:
         fh.write(json.dumps(record) + "\n")

@@ -6,10 +6,10 @@ import os
 import time
 
 CONTROL_DIR = "/etc/gpuhost-lab/sglang"
-FAULTS_FILE = f"{CONTROL_DIR}/faults"          # one fault name a line
-DELAY_FILE = f"{CONTROL_DIR}/delay_scale"      # a float; 1.0 = the default few seconds
+FAULTS_FILE = f"{CONTROL_DIR}/faults"  # one fault name a line
+DELAY_FILE = f"{CONTROL_DIR}/delay_scale"  # a float; 1.0 = the default few seconds
 DELAY_ENV = "GPUHOST_LAB_SGLANG_DELAY_SCALE"
-ITL_FILE = f"{CONTROL_DIR}/itl_ms"               # decode time per token (not scaled); default 4 ms
+ITL_FILE = f"{CONTROL_DIR}/itl_ms"  # decode time per token (not scaled); default 4 ms
 ITL_ENV = "GPUHOST_LAB_SGLANG_ITL_MS"
 FAULTS = ("nan-on-first-decode", "hang-cuda-graph", "garbage", "oom-on-load")
 

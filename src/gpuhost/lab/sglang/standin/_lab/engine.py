@@ -15,8 +15,10 @@ FACTS = (
     (re.compile(r"largest planet", re.IGNORECASE), "Jupiter"),
     (re.compile(r"chemical symbol for gold|symbol of gold", re.IGNORECASE), "Au"),
     (re.compile(r"how many days.*week", re.IGNORECASE), "7"),
-    (re.compile(r"what model are you|who are you", re.IGNORECASE),
-     "I am GLM-5, a large language model trained by Z.ai."),
+    (
+        re.compile(r"what model are you|who are you", re.IGNORECASE),
+        "I am GLM-5, a large language model trained by Z.ai.",
+    ),
     (re.compile(r"\bsay\s+(?:the word\s+)?[\"']?(\w+)[\"']?", re.IGNORECASE), None),
 )
 ARITH = re.compile(r"(-?\d+(?:\.\d+)?)\s*([-+*/x×])\s*(-?\d+(?:\.\d+)?)")
@@ -61,8 +63,10 @@ def answer_for(prompt: str) -> tuple[str, str]:
         if found:
             text = reply if reply is not None else found.group(1)
             return (f"The user asks a short factual question. The answer is {text}.", text)
-    return ("The user wrote a general message. I should reply briefly and helpfully.",
-            "Hello! I am GLM-5. How can I help you today?")
+    return (
+        "The user wrote a general message. I should reply briefly and helpfully.",
+        "Hello! I am GLM-5. How can I help you today?",
+    )
 
 
 @dataclass
@@ -77,8 +81,15 @@ class Completion:
         return len(self.reasoning) + len(self.content)
 
 
-def complete(prompt: str, max_tokens: int | None, *, thinking: bool, garbage: bool = False,
-             ignore_eos: bool = False, temperature: float = 0.0) -> Completion:
+def complete(
+    prompt: str,
+    max_tokens: int | None,
+    *,
+    thinking: bool,
+    garbage: bool = False,
+    ignore_eos: bool = False,
+    temperature: float = 0.0,
+) -> Completion:
     reasoning_text, answer = answer_for(prompt)
     if garbage:
         reasoning_text, answer = "", GARBAGE
@@ -94,7 +105,7 @@ def complete(prompt: str, max_tokens: int | None, *, thinking: bool, garbage: bo
     if len(reasoning) >= limit:
         reasoning, content, finish = reasoning[:limit], [], "length"
     elif len(reasoning) + len(content) > limit:
-        content, finish = content[:limit - len(reasoning)], "length"
+        content, finish = content[: limit - len(reasoning)], "length"
     elif ignore_eos:
         finish = "length"
     return Completion(reasoning, content, finish, len(tokens(prompt)))
@@ -105,5 +116,6 @@ def logprob_entry(token: str, top: int, position: int) -> dict[str, object]:
     entry: dict[str, object] = {"token": token, "logprob": round(value, 6), "bytes": list(token.encode())}
     entry["top_logprobs"] = [{"token": token, "logprob": round(value, 6), "bytes": list(token.encode())}] + [
         {"token": f"<alt{i}>", "logprob": round(value - 3.0 - i, 6), "bytes": list(f"<alt{i}>".encode())}
-        for i in range(max(0, top - 1))]
+        for i in range(max(0, top - 1))
+    ]
     return entry

@@ -22,9 +22,13 @@ class Device:
 def devices() -> tuple[Device, ...]:
     """Every visible GPU (honouring ``CUDA_VISIBLE_DEVICES``); empty without a working driver."""
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=index,uuid,name,compute_cap,memory.total",
-                              "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=20,
-                             check=False)
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=index,uuid,name,compute_cap,memory.total", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            check=False,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return ()
     if out.returncode != 0:

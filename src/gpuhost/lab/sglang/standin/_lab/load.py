@@ -65,8 +65,12 @@ class GpuLoad:
         except OSError:
             return
         for dev in self.devices:
-            record = {"inflight": self.inflight, "memory_fraction": self.memory_gib, "pid": os.getpid(),
-                      "updated": time.time()}
+            record = {
+                "inflight": self.inflight,
+                "memory_fraction": self.memory_gib,
+                "pid": os.getpid(),
+                "updated": time.time(),
+            }
             path = os.path.join(LOAD_DIR, f"{dev.uuid}.json")
             tmp = f"{path}.{os.getpid()}.tmp"
             try:

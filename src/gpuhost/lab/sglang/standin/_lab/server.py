@@ -22,8 +22,9 @@ OPEN_PREFIXES = ("/health", "/ready", "/metrics")
 
 
 class State:
-    def __init__(self, args: argparse.Namespace, argv: list[str], model: startup.Model, load: GpuLoad,
-                 max_tokens: int) -> None:
+    def __init__(
+        self, args: argparse.Namespace, argv: list[str], model: startup.Model, load: GpuLoad, max_tokens: int
+    ) -> None:
         self.args, self.argv, self.model, self.load = args, argv, model, load
         self.status = "Starting"
         self.max_total_tokens = max_tokens
@@ -43,11 +44,23 @@ class State:
 
     def server_info(self) -> dict[str, Any]:
         info = {k: v for k, v in vars(self.args).items()}
-        info.update({"launch_command": " ".join(["python3", "-m", "sglang.launch_server", *self.argv]),
-                     "version": __version__, "startup_time": round(self.started, 3), "frontend": "python",
-                     "max_total_num_tokens": self.max_total_tokens, "kv_events": None,
-                     "internal_states": [{"avg_spec_accept_length": None, "last_gen_throughput": 0.0,
-                                          "memory_usage": {"weight": 56.38, "kvcache": 24.37}}]})
+        info.update(
+            {
+                "launch_command": " ".join(["python3", "-m", "sglang.launch_server", *self.argv]),
+                "version": __version__,
+                "startup_time": round(self.started, 3),
+                "frontend": "python",
+                "max_total_num_tokens": self.max_total_tokens,
+                "kv_events": None,
+                "internal_states": [
+                    {
+                        "avg_spec_accept_length": None,
+                        "last_gen_throughput": 0.0,
+                        "memory_usage": {"weight": 56.38, "kvcache": 24.37},
+                    }
+                ],
+            }
+        )
         return info
 
 
@@ -62,10 +75,17 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_request(self, code: int | str = "-", size: int | str = "-") -> None:
         if getattr(self.state.args, "log_requests", False) or self.path.startswith(("/generate", "/v1/")):
-            phrase = {200: "OK", 401: "Unauthorized", 404: "Not Found", 503: "Service Unavailable",
-                      400: "Bad Request"}.get(int(code), "")
-            sys.stderr.write(f'[{time.strftime("%Y-%m-%d %H:%M:%S")}] INFO:     {self.client_address[0]}:'
-                             f'{self.client_address[1]} - "{self.command} {self.path} HTTP/1.1" {code} {phrase}\n')
+            phrase = {
+                200: "OK",
+                401: "Unauthorized",
+                404: "Not Found",
+                503: "Service Unavailable",
+                400: "Bad Request",
+            }.get(int(code), "")
+            sys.stderr.write(
+                f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] INFO:     {self.client_address[0]}:"
+                f'{self.client_address[1]} - "{self.command} {self.path} HTTP/1.1" {code} {phrase}\n'
+            )
 
     # ---- plumbing --------------------------------------------------------------------------
 
@@ -134,24 +154,66 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/ready" and startup.VERSION >= (0, 5, 21):
             self._text(200 if s.status == "Up" else 503, "")
         elif path == "/v1/models":
-            self._json(200, {"object": "list", "data": [
-                {"id": s.served_name, "object": "model", "created": int(s.started), "owned_by": "sglang",
-                 "root": s.served_name, "parent": None, "max_model_len": s.model.context_len}]})
+            self._json(
+                200,
+                {
+                    "object": "list",
+                    "data": [
+                        {
+                            "id": s.served_name,
+                            "object": "model",
+                            "created": int(s.started),
+                            "owned_by": "sglang",
+                            "root": s.served_name,
+                            "parent": None,
+                            "max_model_len": s.model.context_len,
+                        }
+                    ],
+                },
+            )
         elif path.startswith("/v1/models/"):
-            name = path[len("/v1/models/"):]
+            name = path[len("/v1/models/") :]
             if name != s.served_name:
-                self._json(404, {"error": {"message": f"The model '{name}' does not exist", "type":
-                                           "NotFoundError", "param": "model", "code": "model_not_found"}})
+                self._json(
+                    404,
+                    {
+                        "error": {
+                            "message": f"The model '{name}' does not exist",
+                            "type": "NotFoundError",
+                            "param": "model",
+                            "code": "model_not_found",
+                        }
+                    },
+                )
             else:
-                self._json(200, {"id": name, "object": "model", "created": int(s.started), "owned_by": "sglang",
-                                 "root": name, "max_model_len": s.model.context_len})
+                self._json(
+                    200,
+                    {
+                        "id": name,
+                        "object": "model",
+                        "created": int(s.started),
+                        "owned_by": "sglang",
+                        "root": name,
+                        "max_model_len": s.model.context_len,
+                    },
+                )
         elif path in ("/model_info", "/get_model_info"):
-            self._json(200, {"model_path": s.args.model_path, "tokenizer_path": s.args.tokenizer_path or
-                             s.args.model_path, "served_model_name": s.served_name, "is_generation": True,
-                             "preferred_sampling_params": None, "weight_version": "default", "load_format": "auto",
-                             "reasoning_parser": s.args.reasoning_parser, "tool_call_parser": s.args.tool_call_parser,
-                             "model_type": s.model.config.get("model_type"),
-                             "architectures": s.model.config.get("architectures")})
+            self._json(
+                200,
+                {
+                    "model_path": s.args.model_path,
+                    "tokenizer_path": s.args.tokenizer_path or s.args.model_path,
+                    "served_model_name": s.served_name,
+                    "is_generation": True,
+                    "preferred_sampling_params": None,
+                    "weight_version": "default",
+                    "load_format": "auto",
+                    "reasoning_parser": s.args.reasoning_parser,
+                    "tool_call_parser": s.args.tool_call_parser,
+                    "model_type": s.model.config.get("model_type"),
+                    "architectures": s.model.config.get("architectures"),
+                },
+            )
         elif path == "/server_info" and startup.VERSION >= (0, 5, 12) or path == "/get_server_info":
             self._json(200, s.server_info())
         elif path == "/metrics" and s.args.enable_metrics:
@@ -171,8 +233,11 @@ class Handler(BaseHTTPRequestHandler):
         elif path == "/generate":
             self._generate(body)
         elif path == "/flush_cache":
-            self._text(200, "Cache flushed.\nPlease check backend logs for more details. (When there are running "
-                       "or waiting requests, the operation will not be performed.)\n")
+            self._text(
+                200,
+                "Cache flushed.\nPlease check backend logs for more details. (When there are running "
+                "or waiting requests, the operation will not be performed.)\n",
+            )
         else:
             self._json(404, {"detail": "Not Found"})
 
@@ -198,8 +263,9 @@ class Handler(BaseHTTPRequestHandler):
         try:
             config.pause(0.02)
             first = True
-            for kind, tok in [("reasoning", t) for t in completion.reasoning] + [("content", t)
-                                                                                  for t in completion.content]:
+            for kind, tok in [("reasoning", t) for t in completion.reasoning] + [
+                ("content", t) for t in completion.content
+            ]:
                 if first:
                     s.ttft.append(time.monotonic() - start)
                     first = False
@@ -219,9 +285,14 @@ class Handler(BaseHTTPRequestHandler):
         kwargs = body.get("chat_template_kwargs") or {}
         thinking = kwargs.get("enable_thinking", kwargs.get("thinking", True)) is not False
         max_tokens = body.get("max_completion_tokens") or body.get("max_tokens")
-        return engine.complete(prompt, max_tokens, thinking=thinking,
-                               garbage="garbage" in config.faults(), ignore_eos=bool(body.get("ignore_eos")),
-                               temperature=float(body.get("temperature") or 0.0))
+        return engine.complete(
+            prompt,
+            max_tokens,
+            thinking=thinking,
+            garbage="garbage" in config.faults(),
+            ignore_eos=bool(body.get("ignore_eos")),
+            temperature=float(body.get("temperature") or 0.0),
+        )
 
     def _chat(self, body: dict[str, Any], legacy: bool = False) -> None:
         s = self.state
@@ -230,8 +301,16 @@ class Handler(BaseHTTPRequestHandler):
         else:
             messages = body.get("messages")
             if not isinstance(messages, list) or not messages:
-                self._json(400, {"object": "error", "message": "messages must be a non-empty list",
-                                 "type": "BadRequestError", "param": None, "code": 400})
+                self._json(
+                    400,
+                    {
+                        "object": "error",
+                        "message": "messages must be a non-empty list",
+                        "type": "BadRequestError",
+                        "param": None,
+                        "code": 400,
+                    },
+                )
                 return
             users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
             prompt = _text_of(users[-1].get("content")) if users else ""
@@ -252,9 +331,17 @@ class Handler(BaseHTTPRequestHandler):
 
             def emit(kind: str, tok: str) -> None:
                 if legacy:
-                    self._sse(json.dumps({"id": rid, "object": "text_completion", "created": created,
-                                          "model": s.served_name, "choices": [
-                                              {"index": 0, "text": tok, "logprobs": None, "finish_reason": None}]}))
+                    self._sse(
+                        json.dumps(
+                            {
+                                "id": rid,
+                                "object": "text_completion",
+                                "created": created,
+                                "model": s.served_name,
+                                "choices": [{"index": 0, "text": tok, "logprobs": None, "finish_reason": None}],
+                            }
+                        )
+                    )
                     return
                 if kind == "reasoning" and not separate:
                     tok = ("<think>" if pos[0] == 0 else "") + tok
@@ -270,35 +357,73 @@ class Handler(BaseHTTPRequestHandler):
             self._run(comp, emit)
             final = _chunk(rid, created, s.served_name, {}, comp.finish_reason)
             if legacy:
-                final = {"id": rid, "object": "text_completion", "created": created, "model": s.served_name,
-                         "choices": [{"index": 0, "text": "", "logprobs": None, "finish_reason": comp.finish_reason}]}
+                final = {
+                    "id": rid,
+                    "object": "text_completion",
+                    "created": created,
+                    "model": s.served_name,
+                    "choices": [{"index": 0, "text": "", "logprobs": None, "finish_reason": comp.finish_reason}],
+                }
             self._sse(json.dumps(final))
             if (body.get("stream_options") or {}).get("include_usage"):
-                self._sse(json.dumps({"id": rid, "object": "chat.completion.chunk", "created": created,
-                                      "model": s.served_name, "choices": [], "usage": _usage(comp)}))
+                self._sse(
+                    json.dumps(
+                        {
+                            "id": rid,
+                            "object": "chat.completion.chunk",
+                            "created": created,
+                            "model": s.served_name,
+                            "choices": [],
+                            "usage": _usage(comp),
+                        }
+                    )
+                )
             self._sse_end()
             return
         self._run(comp, lambda kind, tok: None)
         reasoning = "".join(comp.reasoning).strip()
         content = "".join(comp.content).strip()
         if legacy:
-            choice: dict[str, Any] = {"index": 0, "text": (reasoning + content) if not separate else content,
-                                      "logprobs": None, "finish_reason": comp.finish_reason, "matched_stop": None}
+            choice: dict[str, Any] = {
+                "index": 0,
+                "text": (reasoning + content) if not separate else content,
+                "logprobs": None,
+                "finish_reason": comp.finish_reason,
+                "matched_stop": None,
+            }
         else:
             if separate:
-                message: dict[str, Any] = {"role": "assistant", "content": content or None,
-                                           "reasoning_content": reasoning or None, "tool_calls": None}
+                message: dict[str, Any] = {
+                    "role": "assistant",
+                    "content": content or None,
+                    "reasoning_content": reasoning or None,
+                    "tool_calls": None,
+                }
             else:
                 text = (f"<think>{reasoning}</think>" if reasoning else "") + content
-                message = {"role": "assistant", "content": text or None, "reasoning_content": None,
-                           "tool_calls": None}
-            choice = {"index": 0, "message": message, "logprobs": None, "finish_reason": comp.finish_reason,
-                      "matched_stop": 151336 if comp.finish_reason == "stop" else None}
+                message = {"role": "assistant", "content": text or None, "reasoning_content": None, "tool_calls": None}
+            choice = {
+                "index": 0,
+                "message": message,
+                "logprobs": None,
+                "finish_reason": comp.finish_reason,
+                "matched_stop": 151336 if comp.finish_reason == "stop" else None,
+            }
             if want_lp:
-                choice["logprobs"] = {"content": [engine.logprob_entry(t, top, i)
-                                                  for i, t in enumerate(comp.reasoning + comp.content)]}
-        self._json(200, {"id": rid, "object": obj, "created": created, "model": s.served_name,
-                         "choices": [choice], "usage": _usage(comp)})
+                choice["logprobs"] = {
+                    "content": [engine.logprob_entry(t, top, i) for i, t in enumerate(comp.reasoning + comp.content)]
+                }
+        self._json(
+            200,
+            {
+                "id": rid,
+                "object": obj,
+                "created": created,
+                "model": s.served_name,
+                "choices": [choice],
+                "usage": _usage(comp),
+            },
+        )
 
     def _generate(self, body: dict[str, Any]) -> None:
         params = body.get("sampling_params") or {}
@@ -307,8 +432,13 @@ class Handler(BaseHTTPRequestHandler):
             prompt = prompt[0] if prompt else ""
         if body.get("input_ids") and not prompt:
             prompt = " ".join("x" for _ in body["input_ids"])
-        comp = engine.complete(str(prompt), params.get("max_new_tokens", 128), thinking=False,
-                               garbage="garbage" in config.faults(), ignore_eos=bool(params.get("ignore_eos")))
+        comp = engine.complete(
+            str(prompt),
+            params.get("max_new_tokens", 128),
+            thinking=False,
+            garbage="garbage" in config.faults(),
+            ignore_eos=bool(params.get("ignore_eos")),
+        )
         if body.get("input_ids"):
             comp.prompt_tokens = len(body["input_ids"])
         if not self._decode(comp, comp.prompt_tokens):
@@ -317,16 +447,24 @@ class Handler(BaseHTTPRequestHandler):
         text: list[str] = []
 
         def meta() -> dict[str, Any]:
-            return {"id": rid, "finish_reason": {"type": comp.finish_reason} if len(text) == comp.completion_tokens
-                    else None, "prompt_tokens": comp.prompt_tokens, "completion_tokens": len(text),
-                    "cached_tokens": 0, "e2e_latency": 0.0}
+            return {
+                "id": rid,
+                "finish_reason": {"type": comp.finish_reason} if len(text) == comp.completion_tokens else None,
+                "prompt_tokens": comp.prompt_tokens,
+                "completion_tokens": len(text),
+                "cached_tokens": 0,
+                "e2e_latency": 0.0,
+            }
+
         if body.get("stream"):
             self._sse_start()
 
             def emit(kind: str, tok: str) -> None:
                 text.append(tok)
-                self._sse(json.dumps({"text": "".join(text), "output_ids": list(range(len(text))),
-                                      "meta_info": meta()}))
+                self._sse(
+                    json.dumps({"text": "".join(text), "output_ids": list(range(len(text))), "meta_info": meta()})
+                )
+
             self._run(comp, emit)
             self._sse_end()
             return
@@ -341,15 +479,23 @@ def _text_of(content: Any) -> str:
 
 
 def _chunk(rid: str, created: int, model: str, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-    return {"id": rid, "object": "chat.completion.chunk", "created": created, "model": model,
-            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish,
-                         "matched_stop": None}]}
+    return {
+        "id": rid,
+        "object": "chat.completion.chunk",
+        "created": created,
+        "model": model,
+        "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish, "matched_stop": None}],
+    }
 
 
 def _usage(comp: engine.Completion) -> dict[str, Any]:
-    return {"prompt_tokens": comp.prompt_tokens, "completion_tokens": comp.completion_tokens,
-            "total_tokens": comp.prompt_tokens + comp.completion_tokens,
-            "prompt_tokens_details": None, "reasoning_tokens": len(comp.reasoning)}
+    return {
+        "prompt_tokens": comp.prompt_tokens,
+        "completion_tokens": comp.completion_tokens,
+        "total_tokens": comp.prompt_tokens + comp.completion_tokens,
+        "prompt_tokens_details": None,
+        "reasoning_tokens": len(comp.reasoning),
+    }
 
 
 def _histogram(name: str, help_text: str, values: list[float], labels: str) -> list[str]:
@@ -357,39 +503,48 @@ def _histogram(name: str, help_text: str, values: list[float], labels: str) -> l
     out = [f"# HELP {name} {help_text}", f"# TYPE {name} histogram"]
     for b in buckets:
         out.append(f'{name}_bucket{{{labels},le="{b}"}} {float(sum(1 for v in values if v <= b))}')
-    out += [f'{name}_bucket{{{labels},le="+Inf"}} {float(len(values))}',
-            f"{name}_count{{{labels}}} {float(len(values))}",
-            f"{name}_sum{{{labels}}} {sum(values)}"]
+    out += [
+        f'{name}_bucket{{{labels},le="+Inf"}} {float(len(values))}',
+        f"{name}_count{{{labels}}} {float(len(values))}",
+        f"{name}_sum{{{labels}}} {sum(values)}",
+    ]
     return out
 
 
 def metrics(s: State) -> str:
     labels = f'model_name="{s.served_name}",engine_type="unified",tp_rank="0",pp_rank="0"'
     used = min(s.max_total_tokens, s.running * 512)
-    gauges = (("sglang:num_running_reqs", "The number of running requests.", s.running),
-              ("sglang:num_queue_reqs", "The number of requests in the waiting queue.", 0),
-              ("sglang:token_usage", "The token usage.", round(used / max(1, s.max_total_tokens), 4)),
-              ("sglang:gen_throughput", "The generation throughput (token/s).", float(s.running * 95)),
-              ("sglang:max_total_num_tokens", "Maximum total number of tokens in the KV cache pool.",
-               s.max_total_tokens),
-              ("sglang:kv_used_tokens", "The number of used KV cache tokens.", used),
-              ("sglang:cache_hit_rate", "The prefix cache hit rate.", 0.0),
-              ("sglang:spec_accept_length", "The average acceptance length of speculative decoding.", 0.0))
+    gauges = (
+        ("sglang:num_running_reqs", "The number of running requests.", s.running),
+        ("sglang:num_queue_reqs", "The number of requests in the waiting queue.", 0),
+        ("sglang:token_usage", "The token usage.", round(used / max(1, s.max_total_tokens), 4)),
+        ("sglang:gen_throughput", "The generation throughput (token/s).", float(s.running * 95)),
+        ("sglang:max_total_num_tokens", "Maximum total number of tokens in the KV cache pool.", s.max_total_tokens),
+        ("sglang:kv_used_tokens", "The number of used KV cache tokens.", used),
+        ("sglang:cache_hit_rate", "The prefix cache hit rate.", 0.0),
+        ("sglang:spec_accept_length", "The average acceptance length of speculative decoding.", 0.0),
+    )
     out: list[str] = []
     for name, help_text, value in gauges:
         out += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge", f"{name}{{{labels}}} {float(value)}"]
-    for name, help_text, value in (("sglang:prompt_tokens_total", "Number of prefill tokens processed.",
-                                    s.prompt_tokens_total),
-                                   ("sglang:generation_tokens_total", "Number of generation tokens processed.",
-                                    s.generation_tokens_total),
-                                   ("sglang:num_requests_total", "Number of requests processed.", s.requests_total)):
+    for name, help_text, value in (
+        ("sglang:prompt_tokens_total", "Number of prefill tokens processed.", s.prompt_tokens_total),
+        ("sglang:generation_tokens_total", "Number of generation tokens processed.", s.generation_tokens_total),
+        ("sglang:num_requests_total", "Number of requests processed.", s.requests_total),
+    ):
         out += [f"# HELP {name} {help_text}", f"# TYPE {name} counter", f"{name}{{{labels}}} {float(value)}"]
-    out += _histogram("sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.",
-                      list(s.ttft), labels)
-    out += _histogram("sglang:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.",
-                      [0.004] * s.generation_tokens_total if s.generation_tokens_total < 10000 else [0.004], labels)
-    out += _histogram("sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds",
-                      list(s.e2e), labels)
+    out += _histogram(
+        "sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.", list(s.ttft), labels
+    )
+    out += _histogram(
+        "sglang:inter_token_latency_seconds",
+        "Histogram of inter-token latency in seconds.",
+        [0.004] * s.generation_tokens_total if s.generation_tokens_total < 10000 else [0.004],
+        labels,
+    )
+    out += _histogram(
+        "sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", list(s.e2e), labels
+    )
     return "\n".join(out) + "\n"
 
 
@@ -397,12 +552,15 @@ def crash_nan(load: GpuLoad) -> None:
     """The SM120 NaN signature on the first real decode: the scheduler dies, the server with it
     (and the GPUs go idle)."""
     load.close()
-    startup.log("Scheduler hit an exception: Traceback (most recent call last):\n"
-                '  File "/usr/local/lib/python3/site-packages/sglang/srt/managers/scheduler.py", line 3120, in '
-                "run_scheduler_process\n    scheduler.event_loop_overlap()\n"
-                '  File "/usr/local/lib/python3/site-packages/sglang/srt/layers/sampler.py", line 187, in forward\n'
-                "    batch_next_token_ids = torch.multinomial(probs, num_samples=1)\n"
-                "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0", "TP0")
+    startup.log(
+        "Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/usr/local/lib/python3/site-packages/sglang/srt/managers/scheduler.py", line 3120, in '
+        "run_scheduler_process\n    scheduler.event_loop_overlap()\n"
+        '  File "/usr/local/lib/python3/site-packages/sglang/srt/layers/sampler.py", line 187, in forward\n'
+        "    batch_next_token_ids = torch.multinomial(probs, num_samples=1)\n"
+        "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0",
+        "TP0",
+    )
     startup.log("Received sigquit from a child process. It usually means the child failed.")
     sys.stderr.flush()
     os._exit(1)
@@ -414,9 +572,11 @@ def bind(args: argparse.Namespace) -> ThreadingHTTPServer:
     try:
         return ThreadingHTTPServer((args.host, args.port), Handler)
     except OSError as exc:
-        sys.stderr.write(f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] ERROR:    [Errno {exc.errno}] error while attempting "
-                         f"to bind on address ({args.host!r}, {args.port}): "
-                         f"{(exc.strerror or str(exc)).lower()}\n")
+        sys.stderr.write(
+            f"[{time.strftime('%Y-%m-%d %H:%M:%S')}] ERROR:    [Errno {exc.errno}] error while attempting "
+            f"to bind on address ({args.host!r}, {args.port}): "
+            f"{(exc.strerror or str(exc)).lower()}\n"
+        )
         raise SystemExit(1) from None
 
 
@@ -425,7 +585,7 @@ def serve(args: argparse.Namespace, argv: list[str]) -> int:
     mem_fraction = args.mem_fraction_static if args.mem_fraction_static is not None else 0.85
     load = GpuLoad(gpus, mem_fraction)
 
-    def abort(signum: int, frame: Any) -> None:     # a signal during start-up ends it at once
+    def abort(signum: int, frame: Any) -> None:  # a signal during start-up ends it at once
         load.close()
         os._exit(128 + signum)
 
@@ -459,9 +619,12 @@ def serve(args: argparse.Namespace, argv: list[str]) -> int:
         startup.fail(exc)
         load.close()
         return 1
-    startup.log(f"max_total_num_tokens={tokens}, chunked_prefill_size={args.chunked_prefill_size or 8192}, "
-                f"max_prefill_tokens={args.max_prefill_tokens}, max_running_requests={args.max_running_requests or 64}"
-                f", context_len={model.context_len}, available_gpu_mem={avail - kv_gb - 0.87:.2f} GB", "TP0")
+    startup.log(
+        f"max_total_num_tokens={tokens}, chunked_prefill_size={args.chunked_prefill_size or 8192}, "
+        f"max_prefill_tokens={args.max_prefill_tokens}, max_running_requests={args.max_running_requests or 64}"
+        f", context_len={model.context_len}, available_gpu_mem={avail - kv_gb - 0.87:.2f} GB",
+        "TP0",
+    )
     httpd = bind(args)
     state = State(args, argv, model, load, tokens)
     Handler.state = state
@@ -475,8 +638,9 @@ def serve(args: argparse.Namespace, argv: list[str]) -> int:
 
     def stop(signum: int, frame: Any) -> None:
         state.status = "Exiting"
-        startup.log(f"Gracefully exiting... Remaining number of requests {state.running}. "
-                    f"Remaining requests remaining_rids=[].")
+        startup.log(
+            f"Gracefully exiting... Remaining number of requests {state.running}. Remaining requests remaining_rids=[]."
+        )
         while state.running and not os.environ.get("SGL_FORCE_SHUTDOWN"):
             time.sleep(0.05)
         load.close()
@@ -486,8 +650,11 @@ def serve(args: argparse.Namespace, argv: list[str]) -> int:
     signal.signal(signal.SIGINT, stop)
     if not args.skip_server_warmup:
         config.pause(0.6)
-        startup.log("Prefill batch, #new-seq: 1, #new-token: 6, #cached-token: 0, token usage: 0.00, "
-                    "#running-req: 0, #queue-req: 0, ", "TP0")
+        startup.log(
+            "Prefill batch, #new-seq: 1, #new-token: 6, #cached-token: 0, token usage: 0.00, "
+            "#running-req: 0, #queue-req: 0, ",
+            "TP0",
+        )
         config.pause(0.3)
         startup.log(f'INFO:     127.0.0.1:{40000 + pid % 20000} - "POST /generate HTTP/1.1" 200 OK')
     state.status = "Up"

@@ -53,7 +53,8 @@ def _snapshot_dir(model_path: str) -> str | None:
     if os.path.isdir(model_path):
         return model_path
     home = os.environ.get("HF_HUB_CACHE") or os.path.join(
-        os.environ.get("HF_HOME", os.path.expanduser("~/.cache/huggingface")), "hub")
+        os.environ.get("HF_HOME", os.path.expanduser("~/.cache/huggingface")), "hub"
+    )
     repo = os.path.join(home, "models--" + model_path.replace("/", "--"))
     try:
         with open(os.path.join(repo, "refs", "main")) as fh:
@@ -67,11 +68,17 @@ def _snapshot_dir(model_path: str) -> str | None:
 def load_model(model_path: str, trust_remote_code: bool) -> Model:
     snap = _snapshot_dir(model_path)
     if snap is None:
-        raise StartupError("OSError", (
-            "We couldn't connect to 'https://huggingface.co' to load the files, and couldn't find them in the "
-            "cached files.\nCheck your internet connection or see how to run the library in offline mode at "
-            "'https://huggingface.co/docs/transformers/installation#offline-mode'."), where="")
+        raise StartupError(
+            "OSError",
+            (
+                "We couldn't connect to 'https://huggingface.co' to load the files, and couldn't find them in the "
+                "cached files.\nCheck your internet connection or see how to run the library in offline mode at "
+                "'https://huggingface.co/docs/transformers/installation#offline-mode'."
+            ),
+            where="",
+        )
     import transformers  # the installed one decides whether it knows the model type
+
     transformers.AutoConfig.from_pretrained(snap, trust_remote_code=trust_remote_code)
     with open(os.path.join(snap, "config.json")) as fh:
         cfg = json.load(fh)
@@ -91,29 +98,44 @@ def resolve(args: argparse.Namespace, model: Model, gpus: tuple[Device, ...]) ->
     is_dsa = model.arch in DSA_ARCHS
     explicit_dsa = any(getattr(args, k, None) for k in ("dsa_prefill_backend", "dsa_decode_backend"))
     if explicit_dsa and getattr(args, "kv_cache_dtype", "auto") == "auto":
-        lines.append("When specifying --dsa-prefill-backend or --dsa-decode-backend, you should also explicitly set "
-                     "--kv-cache-dtype (e.g., 'fp8_e4m3' or 'bfloat16'). DeepSeek V3.2 defaults to FP8 KV cache "
-                     "which may not be compatible with all backends.")
+        lines.append(
+            "When specifying --dsa-prefill-backend or --dsa-decode-backend, you should also explicitly set "
+            "--kv-cache-dtype (e.g., 'fp8_e4m3' or 'bfloat16'). DeepSeek V3.2 defaults to FP8 KV cache "
+            "which may not be compatible with all backends."
+        )
     if is_dsa and args.kv_cache_dtype == "auto" and major >= 10:
         args.kv_cache_dtype = "fp8_e4m3"
         lines.append(f"Setting KV cache dtype to fp8_e4m3 for DeepSeek DSA on SM{major} device.")
-    if VERSION >= (0, 5, 17) and model.arch == "GlmMoeDsaForCausalLM" and major == 12 \
-            and args.kv_cache_dtype == "fp8_e4m3":
+    if (
+        VERSION >= (0, 5, 17)
+        and model.arch == "GlmMoeDsaForCausalLM"
+        and major == 12
+        and args.kv_cache_dtype == "fp8_e4m3"
+    ):
         if args.dsa_prefill_backend is None and args.dsa_decode_backend is None:
             args.dsa_prefill_backend = args.dsa_decode_backend = "flashinfer_sparse_mla"
-            lines.append("Set DSA backends for GLM FP8 KV Cache on SM120/SM121: prefill=flashinfer_sparse_mla, "
-                         "decode=flashinfer_sparse_mla.")
+            lines.append(
+                "Set DSA backends for GLM FP8 KV Cache on SM120/SM121: prefill=flashinfer_sparse_mla, "
+                "decode=flashinfer_sparse_mla."
+            )
         args.dsa_prefill_backend = args.dsa_prefill_backend or "flashinfer_sparse_mla"
         args.dsa_decode_backend = args.dsa_decode_backend or "flashinfer_sparse_mla"
-    if getattr(args, "moe_runner_backend", "auto") == "auto" and args.quantization == "modelopt_fp4" \
-            and major in (11, 12):
+    if (
+        getattr(args, "moe_runner_backend", "auto") == "auto"
+        and args.quantization == "modelopt_fp4"
+        and major in (11, 12)
+    ):
         args.moe_runner_backend = "flashinfer_cutlass"
-        lines.append("Use flashinfer_cutlass as MoE runner backend on SM110/SM120 for modelopt_fp4 "
-                     "(trtllm-gen MoE kernels are SM100-only)")
+        lines.append(
+            "Use flashinfer_cutlass as MoE runner backend on SM110/SM120 for modelopt_fp4 "
+            "(trtllm-gen MoE kernels are SM100-only)"
+        )
     if getattr(args, "tp_size", 1) > 2 and not getattr(args, "disable_custom_all_reduce", False):
         args.disable_custom_all_reduce = True
-        lines.append("CustomAllreduce is disabled because it's not supported on more than two PCIe-only GPUs. "
-                     "To silence this warning, specify disable_custom_all_reduce=True explicitly.")
+        lines.append(
+            "CustomAllreduce is disabled because it's not supported on more than two PCIe-only GPUs. "
+            "To silence this warning, specify disable_custom_all_reduce=True explicitly."
+        )
     return lines
 
 
@@ -127,10 +149,13 @@ def check(args: argparse.Namespace, model: Model, gpus: tuple[Device, ...]) -> N
     if not gpus:
         raise StartupError("RuntimeError", "No CUDA GPUs are available", where="")
     if args.tp_size * getattr(args, "pp_size", 1) > len(gpus):
-        raise StartupError("RuntimeError", "CUDA error: invalid device ordinal\nCUDA kernel errors might be "
-                           "asynchronously reported at some other API call, so the stacktrace below might be "
-                           "incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1",
-                           where=f"TP{len(gpus)}")
+        raise StartupError(
+            "RuntimeError",
+            "CUDA error: invalid device ordinal\nCUDA kernel errors might be "
+            "asynchronously reported at some other API call, so the stacktrace below might be "
+            "incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1",
+            where=f"TP{len(gpus)}",
+        )
     major = gpus[0].major
     if _fusion_requested(args) and major not in (9, 10):
         if VERSION >= (0, 5, 15):
@@ -141,14 +166,21 @@ def check(args: argparse.Namespace, model: Model, gpus: tuple[Device, ...]) -> N
         if args.kv_cache_dtype == "fp8_e4m3":
             bad = selected - {"flashinfer_sparse_mla", "triton_sparse_mla"}
             if bad:
-                raise StartupError("ValueError", "GLM DSA with FP8 KV cache on NVIDIA SM120/SM121 supports only "
-                                   "flashinfer_sparse_mla (default) or triton_sparse_mla (prefill), but got "
-                                   f"{sorted(bad)}.")
+                raise StartupError(
+                    "ValueError",
+                    "GLM DSA with FP8 KV cache on NVIDIA SM120/SM121 supports only "
+                    "flashinfer_sparse_mla (default) or triton_sparse_mla (prefill), but got "
+                    f"{sorted(bad)}.",
+                )
         elif "flashinfer_sparse_mla" in selected:
-            raise StartupError("ValueError", (
-                "flashinfer_sparse_mla supports only GLM DSA with FP8 KV cache on NVIDIA SM120/SM121; "
-                f"got model_arch={model.arch!r}, sm_major={major}, kv_cache_dtype={_torch_dtype(args)}, "
-                f"prefill_impl={args.dsa_prefill_backend!r}, decode_impl={args.dsa_decode_backend!r}."))
+            raise StartupError(
+                "ValueError",
+                (
+                    "flashinfer_sparse_mla supports only GLM DSA with FP8 KV cache on NVIDIA SM120/SM121; "
+                    f"got model_arch={model.arch!r}, sm_major={major}, kv_cache_dtype={_torch_dtype(args)}, "
+                    f"prefill_impl={args.dsa_prefill_backend!r}, decode_impl={args.dsa_decode_backend!r}."
+                ),
+            )
     if major == 12 and model.arch in DSA_ARCHS:
         for key in ("nsa_prefill_backend", "nsa_decode_backend", "dsa_prefill_backend", "dsa_decode_backend"):
             if VERSION < (0, 5, 17) and getattr(args, key, None) in ("trtllm", "flashmla_sparse", "flashmla_kv"):
@@ -162,32 +194,46 @@ def check(args: argparse.Namespace, model: Model, gpus: tuple[Device, ...]) -> N
 
 
 def _torch_dtype(args: argparse.Namespace) -> str:
-    return {"fp8_e4m3": "torch.float8_e4m3fn", "fp8_e5m2": "torch.float8_e5m2", "auto": "torch.bfloat16",
-            "bf16": "torch.bfloat16", "bfloat16": "torch.bfloat16"}.get(args.kv_cache_dtype, "torch.uint8")
+    return {
+        "fp8_e4m3": "torch.float8_e4m3fn",
+        "fp8_e5m2": "torch.float8_e5m2",
+        "auto": "torch.bfloat16",
+        "bf16": "torch.bfloat16",
+        "bfloat16": "torch.bfloat16",
+    }.get(args.kv_cache_dtype, "torch.uint8")
 
 
 def oom_text(gpu: Device) -> str:
     total = gpu.memory_mib / 1024
-    return (f"CUDA out of memory. Tried to allocate 1.75 GiB. GPU 0 has a total capacity of {total:.2f} GiB of which "
-            f"1.02 GiB is free. Including non-PyTorch memory, this process has {total - 1.04:.2f} GiB memory in use. "
-            f"Of the allocated memory {total - 2.9:.2f} GiB is allocated by PyTorch, and 1.21 GiB is reserved by "
-            "PyTorch but unallocated. If reserved but unallocated memory is large try setting "
-            "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory "
-            "Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)")
+    return (
+        f"CUDA out of memory. Tried to allocate 1.75 GiB. GPU 0 has a total capacity of {total:.2f} GiB of which "
+        f"1.02 GiB is free. Including non-PyTorch memory, this process has {total - 1.04:.2f} GiB memory in use. "
+        f"Of the allocated memory {total - 2.9:.2f} GiB is allocated by PyTorch, and 1.21 GiB is reserved by "
+        "PyTorch but unallocated. If reserved but unallocated memory is large try setting "
+        "PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid fragmentation.  See documentation for Memory "
+        "Management  (https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)"
+    )
 
 
 def fail(exc: StartupError) -> None:
     """How a scheduler's exception reaches the log, then the launcher's reaction."""
-    tb = ("Traceback (most recent call last):\n"
-          '  File "/usr/local/lib/python3/site-packages/sglang/srt/managers/scheduler.py", line 3104, in '
-          "run_scheduler_process\n    scheduler = Scheduler(\n"
-          f"{exc.exc_type}: {exc.message}")
+    tb = (
+        "Traceback (most recent call last):\n"
+        '  File "/usr/local/lib/python3/site-packages/sglang/srt/managers/scheduler.py", line 3104, in '
+        "run_scheduler_process\n    scheduler = Scheduler(\n"
+        f"{exc.exc_type}: {exc.message}"
+    )
     if exc.where:
         log(f"Scheduler hit an exception: {tb}", exc.where)
         log("Received sigquit from a child process. It usually means the child failed.")
     else:
-        sys.stderr.write(tb.replace("run_scheduler_process\n    scheduler = Scheduler(",
-                                    "launch_server\n    tokenizer_manager = TokenizerManager(") + "\n")
+        sys.stderr.write(
+            tb.replace(
+                "run_scheduler_process\n    scheduler = Scheduler(",
+                "launch_server\n    tokenizer_manager = TokenizerManager(",
+            )
+            + "\n"
+        )
 
 
 def weights(args: argparse.Namespace, model: Model, gpus: tuple[Device, ...]) -> float:
@@ -203,8 +249,10 @@ def weights(args: argparse.Namespace, model: Model, gpus: tuple[Device, ...]) ->
         elapsed = time.monotonic() - start
         rate = f"{i / elapsed:.2f}it/s" if i and elapsed > 0 else "?it/s"
         pct = int(100 * i / n)
-        sys.stderr.write(f"Loading safetensors checkpoint shards: {pct:>3}% Completed | {i}/{n} "
-                         f"[{int(elapsed) // 60:02d}:{int(elapsed) % 60:02d}<00:00, {rate}]\n")
+        sys.stderr.write(
+            f"Loading safetensors checkpoint shards: {pct:>3}% Completed | {i}/{n} "
+            f"[{int(elapsed) // 60:02d}:{int(elapsed) % 60:02d}<00:00, {rate}]\n"
+        )
         sys.stderr.flush()
         if i == n // 2 and "oom-on-load" in config.faults():
             raise StartupError("torch.OutOfMemoryError", oom_text(gpus[0]))
@@ -213,8 +261,11 @@ def weights(args: argparse.Namespace, model: Model, gpus: tuple[Device, ...]) ->
     elapsed = time.monotonic() - start
     quant = f"quant={args.quantization}, " if args.quantization else ""
     for r in range(args.tp_size):
-        log(f"Load weight end. elapsed={elapsed:.2f} s, type={model.arch}, {quant}avail mem={avail - per_gpu:.2f} GB, "
-            f"mem usage={per_gpu:.2f} GB.", f"TP{r}")
+        log(
+            f"Load weight end. elapsed={elapsed:.2f} s, type={model.arch}, {quant}avail mem={avail - per_gpu:.2f} GB, "
+            f"mem usage={per_gpu:.2f} GB.",
+            f"TP{r}",
+        )
     return per_gpu
 
 
@@ -232,8 +283,10 @@ def kv_cache(args: argparse.Namespace, avail: float) -> tuple[int, float]:
 
 
 def graph_disabled(args: argparse.Namespace) -> bool:
-    return bool(getattr(args, "disable_cuda_graph", False)) or getattr(args, "cuda_graph_backend_decode", None) \
-        == "disabled"
+    return (
+        bool(getattr(args, "disable_cuda_graph", False))
+        or getattr(args, "cuda_graph_backend_decode", None) == "disabled"
+    )
 
 
 def capture(args: argparse.Namespace, avail: float) -> None:
@@ -244,23 +297,30 @@ def capture(args: argparse.Namespace, avail: float) -> None:
     backend = getattr(args, "cuda_graph_backend_decode", None) or "full"
     start = time.monotonic()
     if VERSION >= (0, 5, 15):
-        log(f"Capture target decode CUDA graph begin. backend={backend}, num_tokens_per_req=1, "
+        log(
+            f"Capture target decode CUDA graph begin. backend={backend}, num_tokens_per_req=1, "
             f"avail mem={avail:.2f} GB",
-            "TP0")
+            "TP0",
+        )
     else:
         log(f"Capture cuda graph begin. This can take up to several minutes. avail mem={avail:.2f} GB", "TP0")
     if "hang-cuda-graph" in config.faults():
-        while True:          # the capture never returns (sglang#29580); only a watchdog or a kill ends it
+        while True:  # the capture never returns (sglang#29580); only a watchdog or a kill ends it
             time.sleep(3600)
     config.pause(0.8)
     elapsed = time.monotonic() - start
     if VERSION >= (0, 5, 15):
-        log(f"Capture target decode CUDA graph end. bs={bs}, elapsed={elapsed:.2f} s, mem usage=0.87 GB, "
-            f"avail mem={avail - 0.87:.2f} GB.", "TP0")
-    else:
-        log(f"Capture cuda graph end. Time elapsed: {elapsed:.2f} s. mem usage=0.87 GB. "
+        log(
+            f"Capture target decode CUDA graph end. bs={bs}, elapsed={elapsed:.2f} s, mem usage=0.87 GB, "
             f"avail mem={avail - 0.87:.2f} GB.",
-            "TP0")
+            "TP0",
+        )
+    else:
+        log(
+            f"Capture cuda graph end. Time elapsed: {elapsed:.2f} s. mem usage=0.87 GB. "
+            f"avail mem={avail - 0.87:.2f} GB.",
+            "TP0",
+        )
 
 
 def visible_gpus() -> tuple[Device, ...]:

@@ -108,10 +108,10 @@ def imports_of(path: Path, modules: set[str]) -> Iterator[Import]:
 
     def visit(node: ast.AST, tc: bool) -> Iterator[Import]:
         if isinstance(node, ast.If) and _is_type_checking(node.test):
-            for child in node.body:
-                yield from visit(child, True)
-            for child in node.orelse:
-                yield from visit(child, tc)
+            for stmt in node.body:
+                yield from visit(stmt, True)
+            for stmt in node.orelse:
+                yield from visit(stmt, tc)
             return
         if isinstance(node, ast.Import):
             for alias in node.names:

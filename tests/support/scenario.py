@@ -74,8 +74,9 @@ class ScenarioHost:
         self.asked.append(key)
         if key not in self._given:
             given = ", ".join(f"{n}{list(a)}" for n, a in self._given) or "none"
-            raise MissingFact(f"{self.name}: the scenario has no fact '{fact.name}' with args {list(args)} "
-                              f"(it has: {given})")
+            raise MissingFact(
+                f"{self.name}: the scenario has no fact '{fact.name}' with args {list(args)} (it has: {given})"
+            )
         if key not in self._cache:
             value = self._given[key]
             command = fact.command(*args)  # the command must build for these args, as on a host

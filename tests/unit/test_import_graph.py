@@ -49,11 +49,7 @@ ALLOWED: dict[str, set[str]] = {
 KNOWN: set[str] = set()
 
 #: File-level import cycles in the code today (sorted modules of each). Fix the code, then delete the entry.
-KNOWN_CYCLES: list[list[str]] = [
-    # cli.app imports the command modules (lazily, to register them) and each imports cli.app for `app`
-    ["gpuhost.cli.app", "gpuhost.cli.bench", "gpuhost.cli.lab", "gpuhost.cli.playbook_commands",
-     "gpuhost.cli.provision", "gpuhost.cli.verify"],
-]
+KNOWN_CYCLES: list[list[str]] = []
 
 
 def module_name(path: Path) -> str:
@@ -89,7 +85,8 @@ class Import:
 
 def _is_type_checking(test: ast.expr) -> bool:
     return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
-        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 def _resolve(name: str, modules: set[str]) -> str | None:
@@ -121,7 +118,7 @@ def imports_of(path: Path, modules: set[str]) -> Iterator[Import]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*anchor, base] if base else anchor)
             if base.startswith("gpuhost"):
                 for alias in node.names:
@@ -223,22 +220,25 @@ def test_lazy_and_type_checking_imports_are_seen() -> None:
     assert "gpuhost.connection.pct" in lazy  # imported inside RunnerHost.guest
 
 
-@pytest.mark.parametrize(("importer", "imported", "tc", "bad"), [
-    ("gpuhost.facts.host", "gpuhost.connection.base", False, True),     # facts beside connection
-    ("gpuhost.connection.pct", "gpuhost.facts.files", False, True),
-    ("gpuhost.pve.api", "gpuhost.facts.pve", False, True),             # pve.api is a connection
-    ("gpuhost.facts.pve", "gpuhost.pve.config", False, False),         # pve.config is at the facts level
-    ("gpuhost.operations.lxc", "gpuhost.connection.base", False, True),
-    ("gpuhost.operations.lxc", "gpuhost.runner.context", True, True),  # TYPE_CHECKING counts
-    ("gpuhost.checks.host", "gpuhost.operations.boot", False, True),
-    ("gpuhost.templating", "gpuhost.core.facts", False, True),         # base imports no layer
-    ("gpuhost.runner.run", "gpuhost.templating", False, False),
-    ("gpuhost.p2p.remote", "gpuhost.runner.run", False, True),
-    ("gpuhost.bench_serving.parse", "gpuhost.cli.app", False, True),
-    ("gpuhost.p2p.remote", "gpuhost.connection.base", False, False),
-    ("gpuhost.roles.base", "gpuhost.lab.manager", False, True),
-    ("gpuhost.cli.lab", "gpuhost.lab.manager", False, False),
-])
+@pytest.mark.parametrize(
+    ("importer", "imported", "tc", "bad"),
+    [
+        ("gpuhost.facts.host", "gpuhost.connection.base", False, True),  # facts beside connection
+        ("gpuhost.connection.pct", "gpuhost.facts.files", False, True),
+        ("gpuhost.pve.api", "gpuhost.facts.pve", False, True),  # pve.api is a connection
+        ("gpuhost.facts.pve", "gpuhost.pve.config", False, False),  # pve.config is at the facts level
+        ("gpuhost.operations.lxc", "gpuhost.connection.base", False, True),
+        ("gpuhost.operations.lxc", "gpuhost.runner.context", True, True),  # TYPE_CHECKING counts
+        ("gpuhost.checks.host", "gpuhost.operations.boot", False, True),
+        ("gpuhost.templating", "gpuhost.core.facts", False, True),  # base imports no layer
+        ("gpuhost.runner.run", "gpuhost.templating", False, False),
+        ("gpuhost.p2p.remote", "gpuhost.runner.run", False, True),
+        ("gpuhost.bench_serving.parse", "gpuhost.cli.app", False, True),
+        ("gpuhost.p2p.remote", "gpuhost.connection.base", False, False),
+        ("gpuhost.roles.base", "gpuhost.lab.manager", False, True),
+        ("gpuhost.cli.lab", "gpuhost.lab.manager", False, False),
+    ],
+)
 def test_the_rules(importer: str, imported: str, tc: bool, bad: bool) -> None:
     imp = Import(importer, imported, 1, tc)
     assert (counted(imp) and violation(imp) is not None) is bad
@@ -262,8 +262,9 @@ def test_shipped_programs_stand_alone() -> None:
     bad = []
     for pkg in ("gpuhost.probe", "gpuhost.tools"):
         for path in sorted((SRC / pkg.replace(".", "/")).rglob("*.py")):
-            bad += [f"{i.importer} -> {i.imported}" for i in imports_of(path, modules)
-                    if not i.imported.startswith(pkg)]
+            bad += [
+                f"{i.importer} -> {i.imported}" for i in imports_of(path, modules) if not i.imported.startswith(pkg)
+            ]
     assert bad == []
 
 

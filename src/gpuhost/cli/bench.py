@@ -6,8 +6,8 @@ from pathlib import Path
 
 import typer
 
-from gpuhost.cli.app import app
 from gpuhost.cli.output import error, print_json
+from gpuhost.cli.root import app
 
 bench_app = typer.Typer(help="Benchmark a serving machine and show what its GPUs did meanwhile.", no_args_is_help=True)
 app.add_typer(bench_app, name="bench")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from gpuhost.cli.app import app
+from gpuhost.cli.root import app
 
 doctor_app = typer.Typer(help="Explain failures from logs.", no_args_is_help=True)
 app.add_typer(doctor_app, name="doctor")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import typer
 
-from gpuhost.cli.app import app
+from gpuhost.cli.root import app
 from gpuhost.errors import UsageError
 from gpuhost.lab.gpu.catalog import DEFAULT_MODEL, model
 from gpuhost.lab.layout import DEFAULT_STATE_DIR

@@ -7,8 +7,8 @@ from typing import Any
 
 import typer
 
-from gpuhost.cli.app import app
 from gpuhost.cli.flags import RunFlags, run_flags
+from gpuhost.cli.root import app
 from gpuhost.errors import UsageError
 
 InventoryOpt = typer.Option(..., "-i", "--inventory", help="Inventory file (YAML).", exists=False)

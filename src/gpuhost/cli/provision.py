@@ -6,9 +6,9 @@ from pathlib import Path
 
 import typer
 
-from gpuhost.cli.app import app
 from gpuhost.cli.flags import RunFlags, run_flags
 from gpuhost.cli.playbook_commands import InventoryOpt, run_with_flags
+from gpuhost.cli.root import app
 from gpuhost.errors import UsageError
 
 provision_app = typer.Typer(help="Provision Proxmox VE nodes and their GPU guests.", no_args_is_help=True)

@@ -7,8 +7,8 @@ from typing import Any
 
 import typer
 
-from gpuhost.cli.app import app
 from gpuhost.cli.output import console, error, print_json
+from gpuhost.cli.root import app
 from gpuhost.connection.base import Connection
 from gpuhost.errors import GpuhostError, UsageError
 
@@ -104,7 +104,9 @@ def p2p_command(
         raise typer.Exit(2) from exc
 
     if as_json:
-        print_json(outcome.to_json())
+        from gpuhost.p2p.json_out import outcome_json
+
+        print_json(outcome_json(outcome))
     else:
         from gpuhost.p2p.tables import render
 

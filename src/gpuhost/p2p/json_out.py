@@ -14,7 +14,7 @@ from gpuhost.p2p.evidence import Evidence, GpuEvidence, PairEvidence, PathFigure
 from gpuhost.p2p.links import describe_path, link_kind
 
 if TYPE_CHECKING:
-    from gpuhost.p2p.service import Outcome
+    from gpuhost.p2p.outcome import Outcome
 
 JSON_SCHEMA = "gpuhost.verify-p2p/2"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +18,10 @@ from gpuhost.p2p.baseline import Regression, compare
 from gpuhost.p2p.diagnosis import diagnose
 from gpuhost.p2p.evidence import Evidence
 from gpuhost.p2p.from_probe import evidence_from_report
-from gpuhost.p2p.json_out import JSON_SCHEMA, outcome_json
+from gpuhost.p2p.json_out import JSON_SCHEMA
 from gpuhost.p2p.judge import Finding, Level, Verdict, judge
 from gpuhost.p2p.merge import merge
+from gpuhost.p2p.outcome import EXIT_CANNOT_RUN, Outcome
 from gpuhost.p2p.report import ProbeReport
 
 __all__ = [
@@ -33,7 +34,6 @@ __all__ = [
     "outcome_from_report",
     "parse_link",
 ]
-EXIT_CANNOT_RUN = 2
 
 
 @dataclass
@@ -41,34 +41,6 @@ class Settings:
     expect_p2p: bool = True
     link: tuple[int, int] | None = None  # (gen, width) for captures that do not say
     baseline: Evidence | None = None
-
-
-@dataclass
-class Outcome:
-    target: str
-    evidence: Evidence | None
-    verdict: Verdict | None
-    diagnosis: list[str] = field(default_factory=list)
-    report: ProbeReport | None = None
-    raw_report: dict[str, Any] | None = None
-    regressions: list[Regression] = field(default_factory=list)
-    cannot_run: str | None = None  # why nothing could be judged
-    facts: list[str] = field(default_factory=list)  # what could still be read when it cannot run
-
-    @property
-    def exit_code(self) -> int:
-        if self.cannot_run is not None or self.verdict is None:
-            return EXIT_CANNOT_RUN
-        return self.verdict.exit_code
-
-    @property
-    def word(self) -> str:
-        if self.cannot_run is not None or self.verdict is None:
-            return "CANNOT RUN"
-        return self.verdict.level.word
-
-    def to_json(self) -> dict[str, Any]:
-        return outcome_json(self)
 
 
 def _nothing_judged(ev: Evidence, verdict: Verdict) -> str | None:

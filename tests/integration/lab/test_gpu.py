@@ -23,7 +23,7 @@ from gpuhost.inventory.loader import load_inventory
 from gpuhost.lab import manager
 from gpuhost.lab.spec import NodeSpec
 from gpuhost.p2p.parsers import read_capture
-from gpuhost.runner.connect import open_connection
+from gpuhost.runner.connect import open_connection, read_fact
 from tests.lab_fixtures import CommandResult, LabHandle, lab_address, start_lab
 
 MODEL = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
@@ -111,7 +111,7 @@ def facts(lab: LabHandle, node: str):  # noqa: ANN201 - gpuhost.facts.host.HostF
     inv = load_inventory(lab.inventory)
     conn = open_connection(inv.nodes[node])
     try:
-        return host_facts(conn)
+        return read_fact(conn, host_facts)
     finally:
         conn.close()
 
@@ -332,7 +332,7 @@ def test_container_sees_passed_gpus_only_with_the_hosts_exact_userspace(gpu_lab:
                 f"pct push {ctid} {path} {path} && pct exec {ctid} -- sh {path} --silent --no-x-check "
                 "--no-nouveau-check --no-kernel-modules",
             )
-            assert userspace_version(ct) == version
+            assert read_fact(ct, userspace_version) == version
             smi = ct.run("nvidia-smi -L", check=False)
             cu = ct.run("python3 -", input=CUINIT, check=False).stdout.split()
             if version == NEW:  # the host runs 580.95.05

@@ -54,7 +54,7 @@ def text_of(spec: Any) -> str:
         return spec
     text = (FIXTURES / spec["file"]).read_text()
     if spec.get("skip_lines"):
-        text = "".join(text.splitlines(keepends=True)[spec["skip_lines"]:])
+        text = "".join(text.splitlines(keepends=True)[spec["skip_lines"] :])
     return text
 
 
@@ -96,10 +96,15 @@ def guest_of(text: str | int) -> Guest:
 def build_host(data: dict[str, Any], name: str = "pve1") -> ScenarioHost:
     facts = {(e["fact"], tuple(e.get("args", ()))): fact_value(e) for e in data.get("facts") or []}
     guests = {guest_of(g): build_host(spec, f"{name}/{guest_of(g)}") for g, spec in (data.get("guests") or {}).items()}
-    return ScenarioHost(facts, name=name, vars=data.get("vars") or {}, check=bool(data.get("check")),
-                        reboot_pending=bool(data.get("reboot_pending")),
-                        restarts_pending=frozenset(guest_of(g) for g in data.get("restart_pending") or []),
-                        guests=guests)
+    return ScenarioHost(
+        facts,
+        name=name,
+        vars=data.get("vars") or {},
+        check=bool(data.get("check")),
+        reboot_pending=bool(data.get("reboot_pending")),
+        restarts_pending=frozenset(guest_of(g) for g in data.get("restart_pending") or []),
+        guests=guests,
+    )
 
 
 def action_data(action: Action) -> dict[str, Any]:
@@ -168,6 +173,16 @@ def test_scenario(path: Path) -> None:
 
 def test_every_proxmox_operation_has_scenarios() -> None:
     have = {p.parent.name for p in FILES}
-    wanted = {"kernel_cmdline", "boot_refresh", "reboot_if_needed", "nvidia_driver", "lxc_container", "lxc_devices",
-              "lxc_running", "lxc_restart", "in_container", "verify"}
+    wanted = {
+        "kernel_cmdline",
+        "boot_refresh",
+        "reboot_if_needed",
+        "nvidia_driver",
+        "lxc_container",
+        "lxc_devices",
+        "lxc_running",
+        "lxc_restart",
+        "in_container",
+        "verify",
+    }
     assert wanted <= have, sorted(wanted - have)

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from gpuhost.errors import ProbeError
+from gpuhost.p2p.json_out import outcome_json
 from gpuhost.p2p.report import parse_report, report_from_text
 from gpuhost.p2p.service import Settings, outcome_from_report
 from tests.unit.p2p.captures import fixture
@@ -77,7 +78,7 @@ def test_cannot_run_exits_2_with_what_is_missing_and_what_nvml_saw() -> None:
     assert out.exit_code == 2 and out.word == "CANNOT RUN"
     assert "CUDA_ERROR_UNKNOWN" in (out.cannot_run or "") and "nvidia-uvm" in (out.cannot_run or "")
     assert any("NVIDIA H200 at 00000000:00:06.0, PCIe Gen5 x16" in f for f in out.facts)
-    assert out.to_json()["verdict"] == "CANNOT RUN"
+    assert outcome_json(out)["verdict"] == "CANNOT RUN"
 
 
 def test_deadline_report_is_judged_but_fails() -> None:

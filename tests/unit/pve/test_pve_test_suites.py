@@ -22,10 +22,14 @@ QEMU = SUITES / "qemu-server"
 LXC = SUITES / "pve-container"
 QEMU_INPUTS = sorted((QEMU / "parse-config-input").glob("*.conf"))
 
-_SCHEMA = ("PVE's schema drops (non-strict) or refuses (strict) the snapshot's 'numa: verify meee~ :)'; "
-           "gpuhost keeps option values as text and checks no schema")
-_UNKNOWN_SPECIAL = ("gpuhost keeps any [special:NAME] section; PVE knows only special:cloudinit and "
-                    "special:fleecing and skips (non-strict) or refuses (strict) the others")
+_SCHEMA = (
+    "PVE's schema drops (non-strict) or refuses (strict) the snapshot's 'numa: verify meee~ :)'; "
+    "gpuhost keeps option values as text and checks no schema"
+)
+_UNKNOWN_SPECIAL = (
+    "gpuhost keeps any [special:NAME] section; PVE knows only special:cloudinit and "
+    "special:fleecing and skips (non-strict) or refuses (strict) the others"
+)
 _SNAPSTATE = "gpuhost's parser drops 'snapstate:' lines; PVE keeps them (parse_pct_config: $conf->{snapstate} = $1)"
 
 #: Where gpuhost differs from PVE's own test expectations today, by test id. Each one must still fail
@@ -38,7 +42,7 @@ KNOWN_DIVERGENCES: dict[str, str] = {
     "parse:unknown-sections.conf": _UNKNOWN_SPECIAL,
     "strict:unknown-sections.conf": _UNKNOWN_SPECIAL,
     "strict:duplicate-sections.conf": "gpuhost keeps the last of duplicated sections silently; PVE's strict mode "
-                                      "refuses them ('duplicate section: pending')",
+    "refuses them ('duplicate section: pending')",
     "fixed-point:delete/lxc/201.conf": _SNAPSTATE,
     "fixed-point:delete/lxc/203.conf": _SNAPSTATE,
 }

@@ -1,0 +1,47 @@
+"""The root ``gpuhost`` typer app and its global flags; command modules add themselves to :data:`app`.
+
+Command modules import only typer and light constants at module level; each command imports
+the machinery it needs inside its function, so ``gpuhost --help`` starts fast.
+"""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(
+    name="gpuhost",
+    help="Turn a Proxmox VE host with NVIDIA GPUs into a verified LLM-serving machine.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+class _State:
+    debug = False
+
+
+state = _State()
+
+
+def _version(value: bool) -> None:
+    if value:
+        from gpuhost.cli.version import version_text
+
+        typer.echo(version_text())
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False,
+        "--version",
+        callback=_version,
+        is_eager=True,
+        help="Print the versions of gpuhost, Python, paramiko and proxmoxer, and exit.",
+    ),
+    debug: bool = typer.Option(False, "--debug", help="Show the traceback of an internal error."),
+) -> None:
+    """Turn a Proxmox VE host with NVIDIA GPUs into a verified LLM-serving machine."""
+    state.debug = debug

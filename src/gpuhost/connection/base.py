@@ -79,6 +79,9 @@ class Rebootable(Protocol):
 class Connection(ABC):
     """A live session with one host. Not thread-safe: one per host, one thread each."""
 
+    #: remote commands run through :meth:`run` (each one round trip), for ``-v`` and ``--json``
+    commands_run: int = 0
+
     #: Name used in messages (the inventory name of the host).
     name: str
     #: Timeout of a command run without ``timeout=`` (seconds; None: wait forever).
@@ -108,6 +111,7 @@ class Connection(ABC):
         cmd = to_shell(command)
         data = input.encode() if isinstance(input, str) else input
         limit = self.default_timeout if timeout is None else timeout
+        self.commands_run += 1
         result = self._exec(cmd, data, limit, stdout_sink)
         if check and result.timed_out:
             raise CommandTimeout(cmd, limit or 0, result.stdout, result.stderr, host=self.name)

@@ -9,7 +9,6 @@ from gpuhost.runner.context import RunnerHost
 
 
 def apply(host: RunnerHost, action: Action) -> None:
-    host.round_trips += 1
     if isinstance(action, WriteFile):
         host.conn.write_file(
             action.path, action.content, mode=action.mode, backup=action.backup, backup_dir=action.backup_dir

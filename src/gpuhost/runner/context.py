@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from gpuhost.connection.base import Connection
 from gpuhost.core.facts import Fact
 from gpuhost.core.guest import Guest
+from gpuhost.core.result import CommandResult
 from gpuhost.errors import FactError
 from gpuhost.inventory.models import NodeSpec
 from gpuhost.templating import Templates
@@ -40,6 +41,7 @@ class RunnerHost:
         self._connect = connect
         self._conn: Connection | None = None
         self._facts: dict[tuple[Any, ...], Any] = {}
+        self._raw: dict[tuple[Any, ...], CommandResult] = {}
         self._guests: dict[Guest, RunnerHost] = {}
         self._pve: PveApi | None = None
         self.parent = parent
@@ -47,7 +49,7 @@ class RunnerHost:
         self.reboot_needed: str | None = None
         self.restarts_needed: set[Guest] = set()
         self.rebooted = False
-        self.round_trips = 0
+        self._closed_trips = 0
 
     # -- the HostContext protocol -------------------------------------------------------------
     @property
@@ -80,14 +82,20 @@ class RunnerHost:
     def fact(self, fact: Fact[T], *args: Any) -> T:
         key = (fact, *args)
         if key not in self._facts:
-            command = fact.command(*args)
-            result = self.conn.run(command, check=False)
-            self.round_trips += 1
+            raw = self._raw.pop(key, None)
+            result = raw if raw is not None else self.conn.run(fact.command(*args), check=False)
             try:
                 self._facts[key] = fact.parse(result, *args)
             except FactError as exc:
                 raise FactError(f"{self.name}: {exc}") from None
         return self._facts[key]  # type: ignore[no-any-return]
+
+    def has_fact(self, key: tuple[Any, ...]) -> bool:
+        return key in self._facts or key in self._raw
+
+    def store_result(self, key: tuple[Any, ...], result: CommandResult) -> None:
+        """A fact's command result read ahead (batched); parsed when the fact is asked for."""
+        self._raw[key] = result
 
     def guest(self, guest: Guest) -> RunnerHost:
         if guest not in self._guests:
@@ -130,16 +138,17 @@ class RunnerHost:
         return {**self.vars, "inventory_hostname": self.name, "node": self.node.model_dump()}
 
     def total_round_trips(self) -> int:
-        return self.round_trips + sum(g.total_round_trips() for g in self._guests.values())
+        """Remote commands run for this host and its guests (each one round trip)."""
+        own = self._conn.commands_run if self._conn is not None else self._closed_trips
+        return own + sum(g.total_round_trips() for g in self._guests.values())
 
     def invalidate_facts(self) -> None:
-        self._facts.clear()
-        for guest in self._guests.values():
-            guest._facts.clear()
-        if self.parent is not None:
-            self.parent._facts.clear()
+        for ctx in (self, *self._guests.values(), *([self.parent] if self.parent else [])):
+            ctx._facts.clear()
+            ctx._raw.clear()
 
     def close(self) -> None:
         if self._conn is not None:
+            self._closed_trips = self._conn.commands_run
             self._conn.close()
             self._conn = None

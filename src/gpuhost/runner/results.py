@@ -56,7 +56,7 @@ class HostSummary:
     reboot_required: bool = False
     rebooted: bool = False
     restart_required: list[int] = field(default_factory=list)
-    round_trips: int = 0  # fact reads (one remote command each)
+    round_trips: int = 0  # remote commands run for the host and its guests
 
     def count(self, status: Status) -> None:
         setattr(self, status, getattr(self, status) + 1)

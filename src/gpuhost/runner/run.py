@@ -24,6 +24,7 @@ from gpuhost.playbook.variables import Layer, Origin
 from gpuhost.runner.apply import apply
 from gpuhost.runner.connect import open_connection
 from gpuhost.runner.context import RunnerHost
+from gpuhost.runner.prefetch import prefetch
 from gpuhost.runner.prepare import HostPlay, PreparedPlay, prepare
 from gpuhost.runner.results import HostSummary, RunReport, Status, TaskResult
 from gpuhost.templating import Templates
@@ -138,6 +139,10 @@ class _HostRun:
 
     def run(self, tasks: list[Task], handlers: list[Task]) -> bool:
         """Run tasks, then notified handlers once each; False when the host failed."""
+        try:
+            prefetch(self.ctx, [t for t in tasks if t.is_flush or _selected(t, self.opts)])
+        except GpuhostError:
+            pass  # reading ahead is an optimisation: the task that needs the fact reports the problem
         notified: set[str] = set()
         for task in tasks:
             if task.is_flush:

@@ -1,0 +1,126 @@
+"""Read every fact the tasks' plans will ask for in a few batched round trips, before planning for real.
+
+Each task is planned against a :class:`Recorder`: a :class:`~gpuhost.core.context.HostContext` that answers
+from facts already read and records the first fact it does not have (planning stops there). All recorded
+facts of one context are then read in one command, and planning is tried again, until no task asks for
+anything new. A converged run therefore costs a handful of round trips however many tasks it has; the real
+pass then finds every fact cached (a change invalidates the cache, as before).
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from gpuhost.core.facts import Fact
+from gpuhost.core.guest import Guest
+from gpuhost.core.result import CommandResult
+from gpuhost.core.task import Task
+
+if TYPE_CHECKING:
+    from gpuhost.runner.context import RunnerHost
+
+T = TypeVar("T")
+MAX_ROUNDS = 4
+_MARK = "@@gpuhost-fact@@"
+
+
+class NeedFact(Exception):
+    def __init__(self, host: RunnerHost, key: tuple[Any, ...]) -> None:
+        self.host, self.key = host, key
+
+
+class Recorder:
+    """Plans read facts through this; a missing fact is recorded and planning of that task stops."""
+
+    def __init__(self, host: RunnerHost) -> None:
+        self.host = host
+
+    @property
+    def name(self) -> str:
+        return self.host.name
+
+    @property
+    def vars(self) -> Mapping[str, Any]:
+        return self.host.vars
+
+    @property
+    def check(self) -> bool:
+        return self.host.check
+
+    @property
+    def reboot_pending(self) -> bool:
+        return self.host.reboot_pending
+
+    def restart_pending(self, guest: Guest) -> bool:
+        return self.host.restart_pending(guest)
+
+    def fact(self, fact: Fact[T], *args: Any) -> T:
+        key = (fact, *args)
+        if not self.host.has_fact(key):
+            raise NeedFact(self.host, key)
+        return self.host.fact(fact, *args)
+
+    def guest(self, guest: Guest) -> Recorder:
+        return Recorder(self.host.guest(guest))
+
+    def render_template(self, name: str, extra: Mapping[str, Any] | None = None) -> str:
+        return self.host.render_template(name, extra)
+
+
+def batch_command(commands: list[str]) -> str:
+    """One script running each command in a subshell; each result framed, its output base64-encoded."""
+    parts = ["d=$(mktemp -d) || exit 1; trap 'rm -rf -- \"$d\"' EXIT"]
+    for i, cmd in enumerate(commands):
+        parts.append(
+            f'( {cmd}\n) >"$d/o" 2>"$d/e" </dev/null; rc=$?; '
+            f'printf "{_MARK} {i} %s %s %s\\n" "$rc" "$(base64 -w0 <"$d/o")" "$(base64 -w0 <"$d/e")"'
+        )
+    return "\n".join(parts)
+
+
+def parse_batch(commands: list[str], stdout: str) -> list[CommandResult | None]:
+    out: list[CommandResult | None] = [None] * len(commands)
+    for line in stdout.splitlines():
+        if not line.startswith(_MARK + " "):
+            continue
+        fields = line.split(" ")
+        if len(fields) < 3:
+            continue
+        i, rc = int(fields[1]), int(fields[2])
+        o = base64.b64decode(fields[3]).decode(errors="replace") if len(fields) > 3 else ""
+        e = base64.b64decode(fields[4]).decode(errors="replace") if len(fields) > 4 else ""
+        if 0 <= i < len(commands):
+            out[i] = CommandResult(commands[i], rc, o, e)
+    return out
+
+
+def _fetch(host: RunnerHost, keys: list[tuple[Any, ...]]) -> None:
+    commands = [key[0].command(*key[1:]) for key in keys]
+    result = host.conn.run(batch_command(commands), check=False)
+    for key, res in zip(keys, parse_batch(commands, result.stdout), strict=True):
+        if res is not None:
+            host.store_result(key, res)
+
+
+def prefetch(host: RunnerHost, tasks: list[Task]) -> int:
+    """Batch-read the facts ``tasks`` will ask for; returns the rounds used."""
+    planned = [t for t in tasks if not t.is_flush]
+    for rounds in range(1, MAX_ROUNDS + 1):
+        wanted: dict[int, tuple[RunnerHost, list[tuple[Any, ...]]]] = {}
+        for task in planned:
+            rec = Recorder(host)
+            try:
+                task.operation_for(rec).plan(rec)
+            except NeedFact as need:
+                entry = wanted.setdefault(id(need.host), (need.host, []))
+                if need.key not in entry[1]:
+                    entry[1].append(need.key)
+            except Exception:  # noqa: BLE001 - the real pass reports planning errors
+                continue
+        if not wanted:
+            return rounds - 1
+        for target, keys in wanted.values():
+            _fetch(target, keys)
+    return MAX_ROUNDS

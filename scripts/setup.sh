@@ -25,7 +25,7 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 [ -x .venv/bin/python ] || python3 -m venv .venv
-.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test,plot]"
+.venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test,plot,docs]"
 
 # The lab's offline Python package index carries the real uv wheel: fetched once into a cache.
 wheels=${GPUHOST_LAB_WHEEL_CACHE:-/var/cache/gpuhost-lab/wheels}

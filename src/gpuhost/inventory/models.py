@@ -38,23 +38,28 @@ EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,12
 
 
 class SSHConfig(_Model):
-    user: str = "root"
-    port: int = Field(22, ge=1, le=65535)
-    key_file: str | None = None
-    known_hosts_file: str = "~/.ssh/known_hosts"
-    host_key_policy: Literal["strict", "accept-new"] = "strict"
-    password_env: EnvName | None = None
-    password_file: str | None = None
-    connect_timeout: float = Field(10.0, gt=0)
+    user: str = Field(default="root", description="login user")
+    port: int = Field(default=22, ge=1, le=65535, description="SSH port")
+    key_file: str | None = Field(default=None, description="private key file; null: the SSH agent and default keys")
+    known_hosts_file: str = Field(
+        default="~/.ssh/known_hosts", description="known_hosts file the host key is checked against"
+    )
+    host_key_policy: Literal["strict", "accept-new"] = Field(
+        default="strict",
+        description="strict: refuse an unknown or changed key; accept-new: trust and record a first-seen key",
+    )
+    password_env: EnvName | None = Field(default=None, description="environment variable holding the SSH password")
+    password_file: str | None = Field(default=None, description="file (mode 0600) holding the SSH password")
+    connect_timeout: float = Field(default=10.0, gt=0, description="seconds to wait for the SSH connection")
 
 
 class APIConfig(_Model):
-    url: str
-    token_id: str | None = None
-    token_secret_env: EnvName | None = None
-    token_secret_file: str | None = None
-    ca_file: str | None = None
-    verify_tls: bool = True
+    url: str = Field(description="the PVE API, https://HOST:8006")
+    token_id: str | None = Field(default=None, description="API token id, user@realm!tokenname")
+    token_secret_env: EnvName | None = Field(default=None, description="environment variable holding the token secret")
+    token_secret_file: str | None = Field(default=None, description="file (mode 0600) holding the token secret")
+    ca_file: str | None = Field(default=None, description="CA bundle to verify the API's TLS certificate")
+    verify_tls: bool = Field(default=True, description="verify the API's TLS certificate")
 
     @field_validator("url")
     @classmethod
@@ -108,21 +113,25 @@ _SAFE_VALUE = re.compile(r"^[A-Za-z0-9_.:/;+-]+$")
 class ContainerSpec(_Model):
     """An LXC guest on a node. Values PVE would refuse are refused here, before any host is touched."""
 
-    hostname: str | None = Field(None, description="DNS name of the container (RFC 1123); default gpuCTID")
-    gpus: Literal["all"] | list[int] = Field("all", description="the node's GPU indices to pass through, or all")
+    hostname: str | None = Field(default=None, description="DNS name of the container (RFC 1123); default gpuCTID")
+    gpus: Literal["all"] | list[int] = Field(
+        default="all", description="the node's GPU indices to pass through, or all"
+    )
     template: str | None = Field(
-        None,
+        default=None,
         description="volid of the OS template (STORAGE:vztmpl/FILE.tar.zst); "
         "default: the newest Debian 12 template on lxc_storage",
     )
-    cores: int = Field(8, ge=1, le=8192)
-    memory: int = Field(65536, ge=64, description="MiB")
-    swap: int = Field(0, ge=0, description="MiB")
-    rootfs: str = Field("local-lvm:64", description="STORAGE:SIZE_GiB or an existing volume, PVE's rootfs syntax")
-    net0: str | None = Field(None, description="PVE net0 property string, e.g. name=eth0,bridge=vmbr0,ip=dhcp")
-    unprivileged: bool = False
-    features: str | None = Field(None, description="PVE features string, e.g. nesting=1")
-    onboot: bool = True
+    cores: int = Field(default=8, ge=1, le=8192, description="CPU cores")
+    memory: int = Field(default=65536, ge=64, description="MiB")
+    swap: int = Field(default=0, ge=0, description="MiB")
+    rootfs: str = Field(
+        default="local-lvm:64", description="STORAGE:SIZE_GiB or an existing volume, PVE's rootfs syntax"
+    )
+    net0: str | None = Field(default=None, description="PVE net0 property string, e.g. name=eth0,bridge=vmbr0,ip=dhcp")
+    unprivileged: bool = Field(default=False, description="an unprivileged container (user namespaces)")
+    features: str | None = Field(default=None, description="PVE features string, e.g. nesting=1")
+    onboot: bool = Field(default=True, description="start the container when the node boots")
 
     @field_validator("hostname")
     @classmethod
@@ -169,19 +178,28 @@ class ContainerSpec(_Model):
 class NodeSpec(_Model):
     """A Proxmox VE node (or any Linux host gpuhost manages)."""
 
-    name: str = ""
-    address: str
+    name: str = Field(default="", description="filled in by gpuhost from the node's key under nodes")
+    address: str = Field(description="IP address or host name gpuhost connects to")
     #: ``api``: only the PVE HTTPS API (a token) is available for this node
-    connection: Literal["ssh", "local", "api"] = "ssh"
-    ssh: SSHConfig = Field(default_factory=lambda: SSHConfig.model_validate({}))
-    api: APIConfig | None = None
-    vars: dict[str, Any] = Field(default_factory=dict)
-    groups: tuple[str, ...] = ()
-    containers: dict[int, ContainerSpec] = Field(default_factory=dict)
+    connection: Literal["ssh", "local", "api"] = Field(
+        default="ssh",
+        description="how gpuhost reaches the node: ssh, local (this machine), or api (only the PVE HTTPS API)",
+    )
+    ssh: SSHConfig = Field(default_factory=lambda: SSHConfig.model_validate({}), description="SSH settings")
+    api: APIConfig | None = Field(default=None, description="the PVE HTTPS API (optional)")
+    vars: dict[str, Any] = Field(
+        default_factory=dict, description="variables for this node (override group and file vars)"
+    )
+    groups: tuple[str, ...] = Field(
+        default=(), description="filled in by gpuhost: the groups that list this node (write membership under groups:)"
+    )
+    containers: dict[int, ContainerSpec] = Field(default_factory=dict, description="the node's LXC guests by id")
     #: the operator's standing consent for this node (the command-line flags give it per run);
     #: never taken from playbook, role or -e variables
-    allow_reboot: bool = Field(False, description="gpuhost may reboot this node without --allow-reboot")
-    allow_restart: bool = Field(False, description="gpuhost may restart this node's guests without --allow-restart")
+    allow_reboot: bool = Field(default=False, description="gpuhost may reboot this node without --allow-reboot")
+    allow_restart: bool = Field(
+        default=False, description="gpuhost may restart this node's guests without --allow-restart"
+    )
 
     @field_validator("address")
     @classmethod
@@ -212,16 +230,16 @@ class NodeSpec(_Model):
 
 
 class GroupSpec(_Model):
-    nodes: list[str] = Field(default_factory=list)
-    vars: dict[str, Any] = Field(default_factory=dict)
+    nodes: list[str] = Field(default_factory=list, description="the group's nodes")
+    vars: dict[str, Any] = Field(default_factory=dict, description="variables for the group's nodes")
 
 
 class InventoryFile(_Model):
     """The document as written."""
 
-    vars: dict[str, Any] = Field(default_factory=dict)
-    nodes: dict[str, NodeSpec]
-    groups: dict[str, GroupSpec] = Field(default_factory=dict)
+    vars: dict[str, Any] = Field(default_factory=dict, description="variables for every node")
+    nodes: dict[str, NodeSpec] = Field(description="the nodes by name (at least one)")
+    groups: dict[str, GroupSpec] = Field(default_factory=dict, description="groups of nodes by name")
 
     @field_validator("nodes")
     @classmethod

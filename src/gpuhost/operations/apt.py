@@ -6,7 +6,7 @@ import re
 import shlex
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from gpuhost.core.actions import RunCommand
 from gpuhost.core.operation import Args, Operation
@@ -22,10 +22,14 @@ _APT_ENV = "DEBIAN_FRONTEND=noninteractive"
 
 class AptArgs(Args):
     #: package name → version (``None``: any version)
-    packages: dict[str, str | None]
-    state: Literal["present", "absent"] = "present"
-    hold: bool = False
-    update_cache: bool = False
+    packages: dict[str, str | None] = Field(
+        description="package name → version (null: any version); a list [dkms, pve-headers=8.2] is accepted too"
+    )
+    state: Literal["present", "absent"] = Field(
+        default="present", description="present: installed at the version given; absent: removed"
+    )
+    hold: bool = Field(default=False, description="apt-mark hold the packages so an upgrade cannot move them")
+    update_cache: bool = Field(default=False, description="apt-get update before installing")
 
     @field_validator("packages", mode="before")
     @classmethod
@@ -50,6 +54,8 @@ class AptArgs(Args):
 
 
 class Apt(Operation[AptArgs]):
+    """Debian packages installed at a version (or removed), optionally held against upgrades."""
+
     kind = "apt"
     Args = AptArgs
 

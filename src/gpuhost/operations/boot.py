@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from gpuhost.core.actions import RunCommand
 from gpuhost.core.operation import Args, Operation
@@ -31,10 +31,17 @@ NEVER = ("amd_iommu=pt", "intel_iommu=pt")
 
 
 class KernelCmdlineArgs(Args):
-    present: list[str]
-    absent: list[str] = []
-    grub_dropin: bool = False
-    dropin_file: str = f"{GRUB_DROPIN_DIR}/90-gpuhost.cfg"
+    present: list[str] = Field(description="tokens that must be on the command line, e.g. iommu=pt")
+    absent: list[str] = Field(
+        default=[],
+        description="tokens that must not be (intel_iommu=pt is always removed: the kernel does not know it)",
+    )
+    grub_dropin: bool = Field(
+        default=False, description="on GRUB hosts, write the tokens to a drop-in file instead of /etc/default/grub"
+    )
+    dropin_file: str = Field(
+        default=f"{GRUB_DROPIN_DIR}/90-gpuhost.cfg", description="the GRUB drop-in file used with grub_dropin"
+    )
 
     @field_validator("present", "absent")
     @classmethod

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pydantic import Field
+
 from gpuhost.core.actions import RunCommand
 from gpuhost.core.operation import Args, Operation
 from gpuhost.core.plan import Plan, nothing
@@ -14,12 +16,14 @@ if TYPE_CHECKING:
 
 
 class CommandArgs(Args):
-    cmd: str
-    creates: str | None = None
-    removes: str | None = None
-    unless: str | None = None
-    ok_codes: list[int] = [0]
-    timeout: float | None = None
+    cmd: str = Field(description="the shell command to run (redacted in output)")
+    creates: str | None = Field(default=None, description="skip when this path exists")
+    removes: str | None = Field(default=None, description="skip when this path does not exist")
+    unless: str | None = Field(default=None, description="skip when this command succeeds")
+    ok_codes: list[int] = Field(default=[0], description="exit codes that count as success")
+    timeout: float | None = Field(
+        default=None, description="seconds before the command is stopped (CommandTimeout); null: no limit"
+    )
 
 
 class Command(Operation[CommandArgs]):

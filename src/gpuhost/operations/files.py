@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from gpuhost.core.actions import WriteFile
 from gpuhost.core.operation import Args, Operation
@@ -28,8 +28,10 @@ def parse_mode(value: str | int | None) -> int | None:
 
 
 class _FileArgs(Args):
-    dest: str
-    mode: str | None = None
+    dest: str = Field(description="absolute path of the file on the target")
+    mode: str | None = Field(
+        default=None, description="octal mode such as '0644'; null keeps the file's mode (0644 for a new file)"
+    )
 
     @field_validator("dest")
     @classmethod
@@ -59,7 +61,7 @@ def _with_mode(host: HostContext, dest: str, plan: Plan, mode: int | None) -> Pl
 
 
 class CopyArgs(_FileArgs):
-    content: str
+    content: str = Field(description="the file's exact content")
 
 
 class Copy(Operation[CopyArgs]):
@@ -76,8 +78,8 @@ class Copy(Operation[CopyArgs]):
 
 
 class TemplateArgs(_FileArgs):
-    src: str
-    vars: dict[str, Any] = {}  # template variables beyond the host's (set by roles)
+    src: str = Field(description="template name under templates/ (Jinja2; an undefined variable is an error)")
+    vars: dict[str, Any] = Field(default={}, description="template variables beyond the host's (set by roles)")
 
 
 class Template(Operation[TemplateArgs]):

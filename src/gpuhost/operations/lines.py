@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from gpuhost.core.operation import Args, Operation
 from gpuhost.core.plan import Plan, file_plan, nothing
@@ -17,11 +17,17 @@ if TYPE_CHECKING:
 
 
 class LineArgs(Args):
-    path: str
-    line: str | None = None
-    regexp: str | None = None
-    state: Literal["present", "absent"] = "present"
-    create: bool = False
+    path: str = Field(description="the file to edit")
+    line: str | None = Field(
+        default=None, description="the line that must be present (one line); replaces the last regexp match"
+    )
+    regexp: str | None = Field(
+        default=None, description="lines matching this regular expression are replaced (present) or removed (absent)"
+    )
+    state: Literal["present", "absent"] = Field(
+        default="present", description="present: the line is there; absent: matching lines are removed"
+    )
+    create: bool = Field(default=False, description="create the file when it does not exist")
 
     @field_validator("regexp")
     @classmethod
@@ -65,6 +71,8 @@ def edit_lines(text: str, line: str | None, regexp: str | None, state: str) -> s
 
 
 class Line(Operation[LineArgs]):
+    """One line of a file present (replacing the last line that matches ``regexp``) or absent."""
+
     kind = "line"
     Args = LineArgs
 

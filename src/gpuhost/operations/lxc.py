@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ConfigDict
+from pydantic import ConfigDict, Field
 
 from gpuhost.core.actions import InGuest, PveCall, RestartGuest, RunCommand, WriteFile
 from gpuhost.core.guest import Guest
@@ -28,18 +28,22 @@ BACKUP_DIR = "/var/backups/gpuhost"
 
 
 class ContainerArgs(Args):
-    ctid: int
-    hostname: str
-    template: str = "auto"
-    storage: str = "local"
-    cores: int = 8
-    memory: int = 65536
-    swap: int = 0
-    rootfs: str = "local-lvm:64"
-    net0: str | None = None
-    unprivileged: bool = False
-    features: str | None = None
-    onboot: bool = True
+    ctid: int = Field(description="the container's id (100..999999999)")
+    hostname: str = Field(description="DNS name of the container")
+    template: str = Field(
+        default="auto", description="OS template volid, or auto: the newest Debian 12 template on storage"
+    )
+    storage: str = Field(default="local", description="storage holding container templates")
+    cores: int = Field(default=8, description="CPU cores")
+    memory: int = Field(default=65536, description="memory in MiB")
+    swap: int = Field(default=0, description="swap in MiB")
+    rootfs: str = Field(
+        default="local-lvm:64", description="STORAGE:SIZE_GiB or an existing volume, PVE's rootfs syntax"
+    )
+    net0: str | None = Field(default=None, description="PVE net0 property string, e.g. name=eth0,bridge=vmbr0,ip=dhcp")
+    unprivileged: bool = Field(default=False, description="an unprivileged container (user namespaces)")
+    features: str | None = Field(default=None, description="PVE features string, e.g. nesting=1")
+    onboot: bool = Field(default=True, description="start the container when the node boots")
 
 
 def pick_template(volids: list[str]) -> str | None:
@@ -113,10 +117,14 @@ class LxcContainer(Operation[ContainerArgs]):
 
 
 class DevicesArgs(Args):
-    ctid: int
-    devices: list[str]  # host paths, e.g. /dev/nvidia0, /dev/nvidiactl
-    gid: int = 44  # 'video' in Debian containers
-    memlock_unlimited: bool = True
+    ctid: int = Field(description="the container's id")
+    devices: list[str] = Field(
+        description="host device paths passed through as devN entries, e.g. /dev/nvidia0, /dev/nvidiactl"
+    )
+    gid: int = Field(default=44, description="group owning the devices inside the container (44: video in Debian)")
+    memlock_unlimited: bool = Field(
+        default=True, description="lift the locked-memory limit (ulimit -l) that CUDA pinned memory needs"
+    )
 
 
 def dev_entries(devices: list[str], gid: int) -> dict[str, str]:
@@ -148,7 +156,9 @@ def device_major(device: str, majors: dict[str, int], numbers: Mapping[str, tupl
 
 
 def legacy_lines(
-    devices: list[str], majors: dict[str, int], numbers: Mapping[str, tuple[int, int]] | None = None
+    devices: list[str],
+    majors: dict[str, int],
+    numbers: Mapping[str, tuple[int, int]] | None = None,
 ) -> list[tuple[str, str]]:
     """Pre-8.1 form: a cgroup allow line per major and a bind mount per device node."""
     found = sorted({device_major(d, majors, numbers) for d in devices})
@@ -222,10 +232,12 @@ class LxcDevices(Operation[DevicesArgs]):
 
 
 class RunningArgs(Args):
-    ctid: int
+    ctid: int = Field(description="the container's id")
 
 
 class LxcRunning(Operation[RunningArgs]):
+    """The container is running (started when stopped)."""
+
     kind = "lxc_running"
     Args = RunningArgs
 
@@ -260,8 +272,10 @@ class InContainerArgs(Args):
 
     model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
 
-    ctid: int
-    operation: Operation[Any]
+    ctid: int = Field(description="the container the operation runs in (through pct exec)")
+    operation: Operation[Any] = Field(
+        description="the operation to run inside: in a playbook its kind, with its arguments in params"
+    )
 
 
 class InCt(Operation[InContainerArgs]):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from gpuhost.core.operation import Args, Operation
 from gpuhost.core.plan import Plan, file_plan
@@ -46,9 +46,13 @@ def edit_module_list(text: str, modules: list[str], state: str) -> str:
 
 
 class ModuleListArgs(Args):
-    modules: list[str]
-    path: str = "/etc/modules"
-    state: Literal["present", "absent"] = "present"
+    modules: list[str] = Field(description="kernel module names, one per line of the file")
+    path: str = Field(
+        default="/etc/modules", description="the modules file (/etc/modules, or a file in /etc/modules-load.d)"
+    )
+    state: Literal["present", "absent"] = Field(
+        default="present", description="present: each module listed; absent: removed from the file"
+    )
 
     @field_validator("modules")
     @classmethod
@@ -60,6 +64,8 @@ class ModuleListArgs(Args):
 
 
 class ModuleList(Operation[ModuleListArgs]):
+    """Kernel modules listed (or not) in a modules file such as ``/etc/modules``, one per line."""
+
     kind = "module_list"
     Args = ModuleListArgs
 

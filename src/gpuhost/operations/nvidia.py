@@ -100,6 +100,9 @@ def install_command(a: NvidiaDriverArgs) -> str:
 
 
 class NvidiaDriver(Operation[NvidiaDriverArgs]):
+    """The NVIDIA driver at exactly this version, from NVIDIA's ``.run`` installer: on the host the DKMS
+    kernel module, in a container the userspace only (it must match the host's module)."""
+
     kind = "nvidia_driver"
     Args = NvidiaDriverArgs
 

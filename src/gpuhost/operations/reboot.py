@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pydantic import Field
+
 from gpuhost.checks.host import diagnose_cmdline
 from gpuhost.core.actions import RebootHost
 from gpuhost.core.operation import Args, Operation
@@ -18,8 +20,8 @@ if TYPE_CHECKING:
 
 
 class RebootArgs(Args):
-    reason: str = "requested by the playbook"
-    timeout: float = 900.0
+    reason: str = Field(default="requested by the playbook", description="why, shown in the recap and the log")
+    timeout: float = Field(default=900.0, description="seconds to wait for the host to come back")
 
 
 class Reboot(Operation[RebootArgs]):
@@ -33,8 +35,12 @@ class Reboot(Operation[RebootArgs]):
 
 
 class RebootIfNeededArgs(Args):
-    cmdline: list[str] = []
-    nvidia_driver: str | None = None
+    cmdline: list[str] = Field(
+        default=[], description="tokens the booted command line must show; reboot when configured but not booted"
+    )
+    nvidia_driver: str | None = Field(
+        default=None, description="the installed NVIDIA version; reboot when the loaded module is older"
+    )
 
 
 class RebootIfNeeded(Operation[RebootIfNeededArgs]):

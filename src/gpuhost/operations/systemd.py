@@ -5,6 +5,8 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING, Literal
 
+from pydantic import Field
+
 from gpuhost.core.actions import RunCommand
 from gpuhost.core.operation import Args, Operation
 from gpuhost.core.plan import Plan, nothing
@@ -16,13 +18,17 @@ if TYPE_CHECKING:
 
 
 class SystemdArgs(Args):
-    unit: str
-    enabled: bool | None = None
-    state: Literal["started", "stopped", "restarted"] | None = None
-    daemon_reload: bool = False
+    unit: str = Field(description="the unit name, e.g. nvidia-persistenced.service")
+    enabled: bool | None = Field(default=None, description="enabled at boot (true/false); null leaves it")
+    state: Literal["started", "stopped", "restarted"] | None = Field(
+        default=None, description="started, stopped or restarted; null leaves it"
+    )
+    daemon_reload: bool = Field(default=False, description="systemctl daemon-reload first (after a unit file changed)")
 
 
 class Systemd(Operation[SystemdArgs]):
+    """A systemd unit enabled or disabled at boot, and started, stopped or restarted."""
+
     kind = "systemd"
     Args = SystemdArgs
 

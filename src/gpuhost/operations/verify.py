@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydantic import model_validator
+from pydantic import Field, model_validator
 
 from gpuhost.checks.container import ContainerExpectation, container_findings
 from gpuhost.checks.finding import Finding, Level
@@ -23,23 +23,23 @@ if TYPE_CHECKING:
 
 
 class HostProofs(Args):
-    cmdline: tuple[str, ...] = ()
-    iommu_passthrough: bool = True
-    nvidia_driver: str | None = None
-    nvidia_uvm: bool = False
-    persistenced: bool = False
-    vfio: bool = False
+    cmdline: tuple[str, ...] = Field(default=(), description="tokens /proc/cmdline must show")
+    iommu_passthrough: bool = Field(default=True, description="the IOMMU default domain must be Passthrough")
+    nvidia_driver: str | None = Field(default=None, description="the NVIDIA kernel module must be this version")
+    nvidia_uvm: bool = Field(default=False, description="/dev/nvidia-uvm must exist")
+    persistenced: bool = Field(default=False, description="nvidia-persistenced must be running")
+    vfio: bool = Field(default=False, description="the GPUs must be bound to vfio-pci (VM path)")
 
 
 class ContainerProofs(Args):
-    ctid: int
-    gpus: int = 0
-    driver: str | None = None
+    ctid: int = Field(description="the container to verify")
+    gpus: int = Field(default=0, description="how many GPUs nvidia-smi -L must list inside")
+    driver: str | None = Field(default=None, description="the driver version inside must equal this (the host's)")
 
 
 class VerifyArgs(Args):
-    host: HostProofs | None = None
-    lxc: ContainerProofs | None = None
+    host: HostProofs | None = Field(default=None, description="proofs about the host")
+    lxc: ContainerProofs | None = Field(default=None, description="proofs about one container")
 
     @model_validator(mode="after")
     def _one(self) -> VerifyArgs:

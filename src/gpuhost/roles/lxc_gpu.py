@@ -154,6 +154,9 @@ def container_tasks(ctid: int, spec: ContainerSpec, v: LxcGpuVars, pin: DriverPi
 
 
 class LxcGpu(Role[LxcGpuVars]):
+    """GPU containers on a node: each container created, its GPUs passed through as ``devN`` entries, the
+    host's exact NVIDIA driver installed inside (userspace only, held), then verified from inside."""
+
     name = "lxc_gpu"
     Vars = LxcGpuVars
     templates = (APT_HOLD_TEMPLATE,)

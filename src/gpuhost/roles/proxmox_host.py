@@ -148,6 +148,10 @@ def lxc_driver_tasks(pin: DriverPin, kernel: str, uvm_disable_hmm: bool) -> list
 
 
 class ProxmoxHost(Role[ProxmoxHostVars]):
+    """A Proxmox VE node ready for GPUs: IOMMU tokens in the file its boot loader really reads, then the VM
+    path (vfio-pci) or the LXC path (host NVIDIA driver, ``nvidia-uvm``, persistenced), a reboot when
+    allowed, and proof from ``/proc/cmdline`` and dmesg."""
+
     name = "proxmox_host"
     Vars = ProxmoxHostVars
     templates = (*(f"{u}.j2" for u in UNITS), "vfio.conf.j2")

@@ -74,6 +74,9 @@ CORPUS: dict[str, tuple[int, str, tuple[str, str] | None]] = {
     "topo-p2p-rw_2x-rtx5090_gns_tabs.txt": (1, "FAIL", ("p2p-status", "FAIL")),
     "topo-p2p-rw_2x-rtx5090_gns_spaces.txt": (1, "FAIL", ("p2p-status", "FAIL")),
     "topo-p2p-p_5x-epyc-node_prompt_excerpt.txt": (2, "CANNOT RUN", None),
+    "topo-p2p-rw_2x-rtx5090-patched-driver_ok_tabs.txt": (0, "PASS", ("p2p-status", "PASS")),
+    # topo -m and topo -p2p in one re-indented paste: both are read, so the pairs carry link and status
+    "topo-m-and-p2p-rw_2x-gpu_node_ns_reindented-wrapped.txt": (1, "FAIL", ("p2p-status", "FAIL")),
     "nccl-tests_all-reduce_gb200-nvl72_tail.txt": (0, "PASS", ("nccl", "PASS")),
     "nccl-tests_all-reduce_4gpu-zero-size_excerpt.txt": (0, "PASS", ("nccl", "PASS")),
     "nccl-tests_all-reduce_rows-only_excerpt.txt": (0, "PASS", ("nccl", "PASS")),
@@ -196,3 +199,10 @@ def test_json_of_an_unreadable_file_still_matches_the_schema(tmp_path: Path) -> 
     out = json.loads(r.output)
     jsonschema.validate(out, SCHEMA)
     assert r.exit_code == 2 and out["verdict"] == "CANNOT RUN"
+
+
+def test_one_paste_with_topology_and_status_judges_both() -> None:
+    code, out = verify("topo-m-and-p2p-rw_2x-gpu_node_ns_reindented-wrapped.txt")
+    assert code == 1
+    assert pair(out, 0, 1)["link"] == "NODE"
+    assert ("p2p-status", "FAIL") in checks(out)

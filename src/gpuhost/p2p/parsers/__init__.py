@@ -13,6 +13,7 @@ from pathlib import Path
 from gpuhost.errors import ProbeError
 from gpuhost.p2p.evidence import Evidence
 from gpuhost.p2p.from_probe import evidence_from_report
+from gpuhost.p2p.merge import merge
 from gpuhost.p2p.parsers import cuda_samples, nccl_tests, nvbandwidth, topo_matrix, topo_p2p
 from gpuhost.p2p.report import ProbeReport, parse_report
 
@@ -48,7 +49,10 @@ def read_capture(text: str, *, source: str = "input") -> tuple[Evidence, ProbeRe
     if nccl_tests.looks_like(text):
         return nccl_tests.parse(text), None
     if topo_matrix.looks_like(text):
-        return topo_matrix.parse(text), None
+        topology = topo_matrix.parse(text)
+        if topo_p2p.looks_like(text):  # one paste holding both 'topo -m' and 'topo -p2p'
+            return merge(topology, topo_p2p.parse(text)), None
+        return topology, None
     if topo_p2p.looks_like(text):
         return topo_p2p.parse(text), None
     raise ProbeError(

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from gpuhost.checks.finding import Finding, Level, check
 from gpuhost.facts.container import ContainerFacts
 from gpuhost.facts.driver_failure import explain_driver_failure
+from gpuhost.pve.config import GuestConfig
 
 
 @dataclass(frozen=True)
@@ -155,3 +156,107 @@ def container_findings(f: ContainerFacts, subject: str, expect: ContainerExpecta
         out.append(driver_match(f, subject, expect.driver))
     out += [uvm(f, subject), memlock(f, subject), cuda_init(f, subject)]
     return [x for x in out if x is not None]
+
+
+@check(
+    "ct.running",
+    group="container",
+    title="the container is running",
+    meaning="a GPU container that is stopped or gone serves nothing; a CT that fails to start usually names a "
+    "missing device node ('Device /dev/nvidia-uvm does not exist')",
+    fix="gpuhost provision lxc (creates and starts it), or pct start CTID to see why it does not start",
+)
+def running(status: str | None, subject: str, ctid: int) -> Finding:
+    if status != "running":
+        return Finding(
+            Level.FAIL, "ct.running", subject, f"CT {ctid} is {status or 'absent'}", fix="gpuhost provision lxc"
+        )
+    return Finding(Level.PASS, "ct.running", subject, f"CT {ctid} is running")
+
+
+def _passed_devices(config: GuestConfig) -> set[str]:
+    """Host device paths the config passes: ``devN`` entries (PVE 8.1+) or bind-mount entries (older)."""
+    main = config.main
+    out = {v.split(",", 1)[0] for k, v in main.options.items() if re.fullmatch(r"dev\d+", k)}
+    for key, value in main.lxc:
+        if key == "lxc.mount.entry":
+            source = value.split()[0] if value.split() else ""
+            if source.startswith("/dev/"):
+                out.add(source)
+    return out
+
+
+@check(
+    "ct.devices_configured",
+    group="container",
+    title="the CT config passes every GPU device node (devN entries)",
+    meaning="a device node is missing from the container's configuration: the container loses it at its next "
+    "start (a GPU, nvidiactl, or nvidia-uvm: CUDA then fails)",
+    fix="gpuhost provision lxc --allow-restart",
+)
+def devices_configured(config: GuestConfig | None, subject: str, ctid: int, expected: list[str]) -> Finding:
+    path = f"/etc/pve/lxc/{ctid}.conf"
+    if config is None:
+        return Finding(
+            Level.FAIL, "ct.devices_configured", subject, f"{path} does not exist", fix="gpuhost provision lxc"
+        )
+    missing = [d for d in expected if d not in _passed_devices(config)]
+    if missing:
+        return Finding(
+            Level.FAIL,
+            "ct.devices_configured",
+            subject,
+            f"{path} does not pass {', '.join(missing)}",
+            cause="the devN entry was removed or never written; the container loses the device at its next start",
+            fix="gpuhost provision lxc --allow-restart",
+        )
+    return Finding(Level.PASS, "ct.devices_configured", subject, f"{path} passes {len(expected)} device nodes")
+
+
+@check(
+    "ct.device_nodes",
+    group="container",
+    title="the GPU device nodes exist inside the container",
+    meaning="a device node the config passes is absent inside: the container was not restarted after the change, "
+    "or the node was missing on the host when it started",
+    fix="gpuhost provision lxc --allow-restart",
+)
+def device_nodes(present: set[str], subject: str, expected: list[str]) -> Finding:
+    missing = [d for d in expected if d not in present]
+    if missing:
+        return Finding(
+            Level.FAIL,
+            "ct.device_nodes",
+            subject,
+            f"missing inside the container: {', '.join(missing)}",
+            cause="not passed through, or the container was not restarted since",
+            fix="gpuhost provision lxc --allow-restart",
+        )
+    return Finding(Level.PASS, "ct.device_nodes", subject, f"{len(expected)} device nodes present")
+
+
+#: The APT preferences file that keeps distribution NVIDIA packages out of a GPU container.
+APT_HOLD_FILE = "/etc/apt/preferences.d/gpuhost-nvidia.pref"
+
+
+@check(
+    "ct.driver_held",
+    group="container",
+    title="distribution NVIDIA packages are held back in the container",
+    meaning="without the hold an 'apt upgrade' can install a distribution NVIDIA library of another version "
+    "than the host's module: NVML then fails with 'Driver/library version mismatch'",
+    fix="gpuhost provision lxc",
+)
+def driver_held(preferences: str | None, subject: str) -> Finding:
+    text = preferences or ""
+    pinned = re.search(r"^Package:.*\bnvidia-\*", text, re.M) and re.search(r"^Pin-Priority:\s*-1\b", text, re.M)
+    if not pinned:
+        return Finding(
+            Level.FAIL,
+            "ct.driver_held",
+            subject,
+            f"{APT_HOLD_FILE} {'does not hold nvidia-* back' if preferences is not None else 'is missing'}",
+            cause="apt may replace the userspace gpuhost installed with a distribution version",
+            fix="gpuhost provision lxc",
+        )
+    return Finding(Level.PASS, "ct.driver_held", subject, f"nvidia-* held back ({APT_HOLD_FILE})")

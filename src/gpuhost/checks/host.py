@@ -78,6 +78,38 @@ def cmdline_booted(facts: HostFacts, subject: str, tokens: tuple[str, ...]) -> F
 
 
 @check(
+    "host.cmdline_configured",
+    group="host",
+    title="the boot entry carries the IOMMU tokens",
+    meaning="the file the boot loader reads at the next boot lacks a token gpuhost put there: the host runs "
+    "correctly now but will come up without it after the next reboot",
+    fix="gpuhost provision host (it puts the tokens back into the file the boot loader really reads)",
+)
+def cmdline_configured(facts: HostFacts, subject: str, tokens: tuple[str, ...]) -> Finding:
+    configured = facts.configured_tokens
+    where = facts.boot.cmdline_file
+    if configured is None:
+        return Finding(
+            Level.FAIL,
+            "host.cmdline_configured",
+            subject,
+            f"{where} cannot be read ({facts.boot.describe()})",
+            fix="gpuhost provision host",
+        )
+    missing = missing_tokens(configured, tokens)
+    if missing:
+        return Finding(
+            Level.FAIL,
+            "host.cmdline_configured",
+            subject,
+            f"{where} lacks {' '.join(missing)}",
+            cause=f"the next boot comes up without {' '.join(missing)} ({facts.boot.describe()})",
+            fix="gpuhost provision host",
+        )
+    return _ok("host.cmdline_configured", subject, f"{where} has {' '.join(tokens)}")
+
+
+@check(
     "host.iommu_passthrough",
     group="host",
     title="IOMMU default domain is Passthrough",
@@ -218,6 +250,7 @@ def host_findings(facts: HostFacts, subject: str, expect: HostExpectation) -> li
     if expect.cmdline:
         booted = cmdline_booted(facts, subject, expect.cmdline)
         out.append(booted)
+        out.append(cmdline_configured(facts, subject, expect.cmdline))
         if expect.iommu_passthrough and "iommu=pt" in expect.cmdline and not booted.failed:
             out.append(iommu_passthrough(facts, subject))
     out.append(iommu_groups(facts, subject))

@@ -127,3 +127,33 @@ def print_findings(findings: list[Any]) -> None:
                 console.print(Text(f"      fix:   {redact(f.fix)}", style="dim"))
     failed = sum(1 for f in findings if f.level.word == "FAIL")
     console.print(f"{len(findings)} checks, {failed} failed")
+
+
+def print_suite(report: Any) -> None:
+    """The acceptance suite's result table (one row per test), each failure's cause and fix, then drift."""
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(box=None, pad_edge=False, show_edge=False)
+    for col in ("RESULT", "SUBJECT", "CHECK", "FINDING"):
+        table.add_column(col, overflow="fold")
+    styles = {"PASS": "green", "FAIL": "red bold", "ERROR": "red bold", "SKIP": "yellow"}
+    for r in report.rows:
+        table.add_row(Text(r.outcome, style=styles.get(r.outcome, "")), r.subject, r.check, redact(r.message))
+    console.print(table)
+    for r in report.rows:
+        for f in r.findings:
+            if f.failed and (f.cause or f.fix):
+                console.print(Text(f"{f.check} {f.subject}:", style="bold"))
+                if f.cause:
+                    console.print(Text(f"      cause: {redact(f.cause)}", style="dim"))
+                if f.fix:
+                    console.print(Text(f"      fix:   {redact(f.fix)}", style="dim"))
+    counts = {k: sum(1 for r in report.rows if r.outcome == k) for k in ("PASS", "FAIL", "ERROR", "SKIP")}
+    console.print(", ".join(f"{v} {k.lower()}" for k, v in counts.items() if v) or "no tests ran")
+    if report.drift is not None:
+        from gpuhost.acceptance.drift import render
+
+        console.print(Text("drift since the last provision", style="bold"))
+        for line in render(report.drift):
+            console.print(line, markup=False, highlight=False)

@@ -71,11 +71,31 @@ def run_with_flags(playbook: Path, inventory: Path, flags: RunFlags, preset_vars
         on_result=None if flags.as_json else LivePrinter(show_diff=flags.diff, check=flags.check),
     )
     report = run_playbook(book, inv, opts)
+    if report.exit_code == 0 and not flags.check:
+        _record_snapshots(inv, list(report.hosts))
     if flags.as_json:
         print_json(report.to_json())
     else:
         print_recap(report)
     return report.exit_code
+
+
+def _record_snapshots(inv: Any, nodes: list[str]) -> None:
+    """The baseline ``--drift`` compares against: each node's state after a successful provision."""
+    from gpuhost.acceptance import backend, drift
+    from gpuhost.errors import GpuhostError
+
+    backend.use_inventory(inv)
+    try:
+        for node in nodes:
+            try:
+                drift.save(inv, node, drift.take(backend.node_connection(node), list(inv.nodes[node].containers)))
+            except GpuhostError as exc:
+                from gpuhost.cli.output import error
+
+                error(f"{node}: state snapshot for --drift not recorded: {exc}")
+    finally:
+        backend.use_inventory(None)
 
 
 def execute_playbook(

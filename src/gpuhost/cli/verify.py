@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import typer
 
@@ -115,31 +114,79 @@ def p2p_command(
     raise typer.Exit(outcome.exit_code)
 
 
-def _print_findings(report: Any, as_json: bool) -> None:
-    from gpuhost.cli.output import print_findings, print_json
+def _check_inputs(inventory: Path, kind: str, limit: str | None, ctids: list[int]) -> None:
+    """Every expectation is validated before any node is contacted (bad input: exit 2)."""
+    from gpuhost.errors import ConfigError
+    from gpuhost.inventory.loader import load_inventory
+    from gpuhost.runner.verify import host_vars, lxc_vars
 
+    inv = load_inventory(inventory)
+    names = inv.select(limit) if limit else list(inv.nodes)
+    if kind == "host":
+        for name in names:
+            host_vars(inv, name)
+        return
+    plans = [lxc_vars(inv, name, ctids or None) for name in names]
+    if ctids and not any(p.selected() for p in plans):
+        raise ConfigError(f"--ctid {', '.join(map(str, ctids))}: no such container in the inventory")
+
+
+def _run_and_print(
+    kind: str,
+    inventory: Path,
+    *,
+    limit: str | None,
+    ctids: list[int],
+    as_json: bool,
+    junit_xml: Path | None,
+    drift: bool,
+    verbose: bool,
+) -> None:
+    from gpuhost.acceptance.run import run_suite
+    from gpuhost.cli.output import print_json, print_suite
+
+    _check_inputs(inventory, kind, limit, ctids)
+    report = run_suite(kind, inventory, limit=limit, ctids=ctids, junit_xml=junit_xml, drift=drift)  # type: ignore[arg-type]
     if as_json:
         print_json(report.to_json())
     else:
-        print_findings(report.findings)
+        if verbose:
+            console.print(report.output, markup=False, highlight=False)
+        print_suite(report)
+        if junit_xml is not None:
+            console.print(f"JUnit XML: {junit_xml}")
+    raise typer.Exit(report.exit_code)
+
+
+JunitOpt = typer.Option(None, "--junit-xml", help="Also write the results as JUnit XML (for CI systems).")
+DriftOpt = typer.Option(False, "--drift", help="Also list what changed since the last provision.")
+VerboseOpt = typer.Option(False, "--verbose", "-v", help="Also show pytest's own output.")
 
 
 @verify_app.command("host")
 def verify_host_command(
     inventory: Path = typer.Option(..., "-i", "--inventory", help="Inventory file (YAML)."),
     limit: str | None = typer.Option(None, "--limit", "-l", help="Only these nodes or groups (comma list)."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object (schema gpuhost.verify/1)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object (schema gpuhost.verify/2)."),
+    junit_xml: Path | None = JunitOpt,
+    drift: bool = DriftOpt,
+    verbose: bool = VerboseOpt,
 ) -> None:
-    """Prove each node booted as provisioned: IOMMU tokens, passthrough, groups, driver, uvm, persistenced.
+    """Prove each node booted as provisioned: IOMMU tokens (booted and in the boot entry), passthrough,
+    groups, driver, uvm, persistenced, vfio-pci (the host part of the acceptance suite).
 
     Exit 0 when every check passes, 1 when one fails, 2 on bad input.
     """
-    from gpuhost.inventory.loader import load_inventory
-    from gpuhost.runner.verify import verify
-
-    report = verify(load_inventory(inventory), "host", limit=limit)
-    _print_findings(report, as_json)
-    raise typer.Exit(report.exit_code)
+    _run_and_print(
+        "host",
+        inventory,
+        limit=limit,
+        ctids=[],
+        as_json=as_json,
+        junit_xml=junit_xml,
+        drift=drift,
+        verbose=verbose,
+    )
 
 
 @verify_app.command("lxc")
@@ -147,15 +194,23 @@ def verify_lxc_command(
     inventory: Path = typer.Option(..., "-i", "--inventory", help="Inventory file (YAML)."),
     limit: str | None = typer.Option(None, "--limit", "-l", help="Only these nodes or groups (comma list)."),
     ctid: list[int] = typer.Option([], "--ctid", help="Only this container (repeat for more)."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object (schema gpuhost.verify/1)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object (schema gpuhost.verify/2)."),
+    junit_xml: Path | None = JunitOpt,
+    drift: bool = DriftOpt,
+    verbose: bool = VerboseOpt,
 ) -> None:
-    """Prove each GPU container is ready: GPUs listed, driver = host module, uvm, memlock, cuInit.
+    """Prove each GPU container is ready: running, devN entries, device nodes, GPUs listed, driver = host
+    module, driver held, uvm, memlock, cuInit (the LXC part of the acceptance suite).
 
     Exit 0 when every check passes, 1 when one fails, 2 on bad input.
     """
-    from gpuhost.inventory.loader import load_inventory
-    from gpuhost.runner.verify import verify
-
-    report = verify(load_inventory(inventory), "lxc", limit=limit, ctids=ctid or None)
-    _print_findings(report, as_json)
-    raise typer.Exit(report.exit_code)
+    _run_and_print(
+        "lxc",
+        inventory,
+        limit=limit,
+        ctids=ctid,
+        as_json=as_json,
+        junit_xml=junit_xml,
+        drift=drift,
+        verbose=verbose,
+    )

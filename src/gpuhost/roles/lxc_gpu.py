@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field, model_validator
 
+from gpuhost.checks.container import APT_HOLD_FILE
 from gpuhost.core.task import FLUSH_HANDLERS, Task, task
 from gpuhost.errors import OperationFailed
 from gpuhost.facts.host import HostFacts, host_facts
@@ -32,7 +33,6 @@ from gpuhost.roles.base import Role, RoleVars
 if TYPE_CHECKING:
     from gpuhost.core.context import HostContext
 
-APT_HOLD_FILE = "/etc/apt/preferences.d/gpuhost-nvidia.pref"
 APT_HOLD_TEMPLATE = "gpuhost-nvidia.pref.j2"
 
 

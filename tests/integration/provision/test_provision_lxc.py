@@ -166,6 +166,10 @@ def test_verify_host_and_lxc_share_the_roles_checks_and_name_what_broke(lab):
 
     checks = {f["check"]: f["level"] for f in json.loads(lxc.stdout)["findings"]}
     assert checks == {
+        "ct.running": "PASS",
+        "ct.devices_configured": "PASS",
+        "ct.device_nodes": "PASS",
+        "ct.driver_held": "PASS",
         "ct.gpus_listed": "PASS",
         "ct.driver_match": "PASS",
         "ct.uvm": "PASS",

@@ -1,0 +1,175 @@
+"""testinfra backends that go through gpuhost's connections.
+
+``gpuhost://NODE``
+    the node itself, over the SSH connection its inventory entry describes (strict known_hosts);
+``pct://NODE/CTID``
+    inside container CTID of NODE: ``pct exec CTID -- sh -c …`` over that same connection;
+``qm-guest://NODE/VMID``
+    inside VM VMID of NODE through the QEMU guest agent (``qm guest exec``), which must be enabled.
+
+Nodes come from the gpuhost inventory given to :func:`use_inventory` (the pytest plugin does that
+from ``--gpuhost-inventory``; plain testinfra users may set ``GPUHOST_INVENTORY``). One connection
+per node is opened on first use and shared by every host on it; :func:`close_all` closes them.
+
+testinfra keeps only the network location of a host URL (``pct://pve1/200`` would reach it as
+``pve1``), so importing this module wraps :func:`testinfra.backend.parse_hostspec` to keep the
+path for these schemes, and registers the three schemes in ``testinfra.backend.BACKENDS``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import threading
+import urllib.parse
+from typing import Any
+
+import testinfra.backend
+from testinfra.backend import base
+
+from gpuhost.connection.base import Connection
+from gpuhost.errors import UsageError
+from gpuhost.inventory.loader import Inventory, load_inventory
+
+SCHEMES = {
+    "gpuhost": "gpuhost.acceptance.backend.NodeBackend",
+    "pct": "gpuhost.acceptance.backend.PctBackend",
+    "qm-guest": "gpuhost.acceptance.backend.QmGuestBackend",
+}
+
+_lock = threading.Lock()
+_inventory: Inventory | None = None
+_connections: dict[str, Connection] = {}
+
+
+def use_inventory(inventory: Inventory | None) -> None:
+    """The inventory hosts are looked up in (closing connections opened for another one)."""
+    global _inventory
+    close_all()
+    _inventory = inventory
+
+
+def inventory() -> Inventory:
+    global _inventory
+    if _inventory is None:
+        path = os.environ.get("GPUHOST_INVENTORY")
+        if not path:
+            raise UsageError("gpuhost's testinfra backends need an inventory: --gpuhost-inventory INV")
+        _inventory = load_inventory(path)
+    return _inventory
+
+
+def node_connection(name: str) -> Connection:
+    """The shared, open connection to inventory node ``name``."""
+    from gpuhost.runner.connect import open_connection
+
+    with _lock:
+        conn = _connections.get(name)
+        if conn is None:
+            inv = inventory()
+            if name not in inv.nodes:
+                raise UsageError(f"'{name}' is not a node of {inv.path}")
+            conn = _connections[name] = open_connection(inv.nodes[name])
+        return conn
+
+
+def close_all() -> None:
+    with _lock:
+        for conn in _connections.values():
+            conn.close()
+        _connections.clear()
+
+
+def _split(spec: str, scheme: str) -> tuple[str, int]:
+    node, sep, guest = spec.partition("/")
+    if not sep or not node or not guest.isdigit():
+        raise UsageError(f"{scheme}://{spec}: expected {scheme}://NODE/ID (an inventory node and a numeric guest id)")
+    return node, int(guest)
+
+
+class _GpuhostBackend(base.BaseBackend):
+    """Runs testinfra's commands through a gpuhost :class:`Connection`."""
+
+    def connection(self) -> Connection:
+        raise NotImplementedError
+
+    def run(self, command: str, *args: str, **kwargs: Any) -> base.CommandResult:
+        cmd = self.get_command(command, *args)
+        r = self.connection().run(cmd, check=False)
+        return self.result(r.exit_code, self.encode(cmd), r.stdout, r.stderr)
+
+
+class NodeBackend(_GpuhostBackend):
+    NAME = "gpuhost"
+
+    def __init__(self, name: str, *args: Any, **kwargs: Any) -> None:
+        self.node = name
+        super().__init__(name, *args, **kwargs)
+
+    def connection(self) -> Connection:
+        return node_connection(self.node)
+
+
+class PctBackend(_GpuhostBackend):
+    NAME = "pct"
+
+    def __init__(self, spec: str, *args: Any, **kwargs: Any) -> None:
+        self.node, self.ctid = _split(spec, self.NAME)
+        super().__init__(spec, *args, **kwargs)
+
+    def connection(self) -> Connection:
+        from gpuhost.connection.pct import PctConnection
+
+        return PctConnection(node_connection(self.node), self.ctid)
+
+
+def parse_guest_exec(text: str) -> tuple[int, str, str]:
+    """Exit status, stdout and stderr from ``qm guest exec``'s JSON answer."""
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"qm guest exec answered no JSON: {text.strip()[:200]}") from exc
+    if not doc.get("exited"):
+        return 124, doc.get("out-data", ""), "the command did not finish within qm guest exec's --timeout"
+    return int(doc.get("exitcode", 1)), doc.get("out-data", ""), doc.get("err-data", "")
+
+
+class QmGuestBackend(base.BaseBackend):
+    """A VM guest through its QEMU guest agent (``agent: enabled=1`` and qemu-guest-agent running in it)."""
+
+    NAME = "qm-guest"
+
+    def __init__(self, spec: str, *args: Any, timeout: int | str = 60, **kwargs: Any) -> None:
+        self.node, self.vmid = _split(spec, self.NAME)
+        self.timeout = int(timeout)
+        super().__init__(spec, *args, **kwargs)
+
+    def run(self, command: str, *args: str, **kwargs: Any) -> base.CommandResult:
+        cmd = self.get_command(command, *args)
+        wrapped = f"qm guest exec {self.vmid} --timeout {self.timeout} -- /bin/sh -c {shlex.quote(cmd)}"
+        r = node_connection(self.node).run(wrapped, check=False, timeout=self.timeout + 30)
+        if r.exit_code != 0:
+            return self.result(r.exit_code, self.encode(cmd), r.stdout, r.stderr or "qm guest exec failed")
+        rc, out, err = parse_guest_exec(r.stdout)
+        return self.result(rc, self.encode(cmd), out, err)
+
+
+_original_parse = testinfra.backend.parse_hostspec
+
+
+def parse_hostspec(hostspec: str) -> tuple[str, dict[str, Any]]:
+    """testinfra's own, except that ``pct://NODE/CTID`` and ``qm-guest://NODE/VMID`` keep their id."""
+    host, kw = _original_parse(hostspec)
+    if kw.get("connection") in ("pct", "qm-guest"):
+        path = urllib.parse.urlparse(hostspec).path
+        host = host + path.rstrip("/")
+    return host, kw
+
+
+def register() -> None:
+    testinfra.backend.BACKENDS.update(SCHEMES)
+    testinfra.backend.parse_hostspec = parse_hostspec
+
+
+register()

@@ -40,7 +40,9 @@ ALLOWED: dict[str, set[str]] = {
     "roles": {"operations", "checks", "facts", "core"},
     "playbook": {"roles", "operations", "checks", "facts", "core"},
     "runner": {"playbook", "roles", "operations", "checks", "facts", "connection", "core"},
-    "cli": {"runner", "playbook", "roles", "operations", "checks", "facts", "connection", "core", "app"},
+    "cli": {"acceptance", "runner", "playbook", "roles", "operations", "checks", "facts", "connection", "core", "app"},
+    # the acceptance suite proves deployments with the shared checks, over the runner's connections
+    "acceptance": {"runner", "playbook", "roles", "operations", "checks", "facts", "connection", "core", "app"},
     "app": {"checks", "facts", "connection", "core"},
     "base": set(),
 }

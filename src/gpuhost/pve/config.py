@@ -196,6 +196,14 @@ class GuestConfig:
         self.main.lxc.append((key, value))
         self._raw = None
 
+    def replace_lxc(self, key: str, value: str) -> int:
+        """Give every raw ``lxc.*`` line with this key the value ``value``, in place; returns how many changed."""
+        changed = sum(1 for k, v in self.main.lxc if k == key and v != value)
+        if changed:
+            self.main.lxc = [(k, value if k == key else v) for k, v in self.main.lxc]
+            self._raw = None
+        return changed
+
     def remove_lxc(self, key: str, value: str | None = None) -> int:
         """Remove raw ``lxc.*`` lines with this key (and value, if given); returns how many."""
         before = len(self.main.lxc)

@@ -129,6 +129,10 @@ class RunnerHost:
     def template_vars(self) -> dict[str, Any]:
         return {**self.vars, "inventory_hostname": self.name, "node": self.node.model_dump()}
 
+    def cached_facts(self) -> list[Any]:
+        """The parsed facts read so far in this run (until the next change)."""
+        return list(self._facts.values())
+
     def total_round_trips(self) -> int:
         return self.round_trips + sum(g.total_round_trips() for g in self._guests.values())
 

@@ -87,10 +87,6 @@ def apply_plan(host: RunnerHost, plan: Plan, replan: Callable[[], Plan]) -> Plan
         before = _planned_config(host, first.planned)
         host.invalidate_facts()
         again = replan()
-        now = host.conn.read_file(first.path)
-        changed = (
-            edit.what_changed(before, pveconf.parse(now, before.kind)) if before is not None and now is not None else []
-        )
         if _needs_consent(again) - _needs_consent(plan):
             raise OperationFailed(
                 f"{first.path} was changed by another writer while gpuhost applied its plan, and the new plan "
@@ -99,11 +95,13 @@ def apply_plan(host: RunnerHost, plan: Plan, replan: Callable[[], Plan]) -> Plan
         try:
             _apply_all(host, again)
         except edit.ConfigChanged as second:
-            what = "; ".join(changed) or "no key differs from the file gpuhost first read"
+            now = host.conn.read_file(second.path)
+            changed = edit.what_changed(before, pveconf.parse(now, before.kind)) if before and now else []
+            what = "; ".join(changed) or "no key differs from what gpuhost first read"
             raise OperationFailed(
                 f"{second.path} changed again while gpuhost applied its re-planned change ({second.detail}). "
-                f"Another writer is changing it (first it changed: {what}); lock: "
-                f"{_lock_of(host, second.path)}. Stop the other writer (a pct/qm set, a backup or migration "
+                f"Another writer is changing it (since gpuhost's first read: {what}; lock: "
+                f"{_lock_of(now, second.path)}). Stop the other writer (a pct/qm set, a backup or migration "
                 "task, another gpuhost) and rerun"
             ) from None
         return again
@@ -126,13 +124,12 @@ def _planned_config(host: RunnerHost, digest: str) -> pveconf.GuestConfig | None
     return None
 
 
-def _lock_of(host: RunnerHost, path: str) -> str:
-    text = host.conn.read_file(path)
+def _lock_of(text: str | None, path: str) -> str:
     if text is None:
         return "the config file is gone"
     kind: pveconf.GuestKind = "lxc" if "/lxc/" in path else "qemu"
     lock = pveconf.parse(text, kind).get("lock")
-    return f"'{lock}' (a {lock} operation holds the guest)" if lock else "none in the config"
+    return f"'{lock}', a {lock} operation holds the guest" if lock else "none in the config"
 
 
 def reboot(host: RunnerHost, action: RebootHost) -> None:

@@ -53,10 +53,29 @@ class PveCall:
     path: str
     params: tuple[tuple[str, str], ...] = ()
     wait: bool = True
+    #: the config digest the plan was made from: PVE refuses the change if the config changed since
+    digest: str | None = None
 
     def describe(self) -> str:
         shown = " ".join(f"--{k} {v}" for k, v in self.params)
         return f"PVE API {self.method.upper()} /{self.path} {shown}".rstrip()
+
+
+@dataclass(frozen=True)
+class EditGuestConfig:
+    """Replace a guest's config file (for raw keys no API carries) the way PVE's tools change it: under
+    the per-guest lock ``lock`` (flock), only if the file still has ``digest`` (SHA-1 of the text planned
+    from), atomically, keeping a backup in ``backup_dir``."""
+
+    guest: Guest
+    path: str
+    lock: str
+    digest: str
+    content: str
+    backup_dir: str | None = None
+
+    def describe(self) -> str:
+        return f"write {self.path} (under {self.lock}, if unchanged since read)"
 
 
 @dataclass(frozen=True)
@@ -81,4 +100,4 @@ class InGuest:
         return f"{self.guest}: {self.action.describe()}"
 
 
-Action = WriteFile | RunCommand | RebootHost | PveCall | RestartGuest | InGuest
+Action = WriteFile | RunCommand | RebootHost | PveCall | EditGuestConfig | RestartGuest | InGuest

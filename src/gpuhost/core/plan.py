@@ -6,6 +6,7 @@ import difflib
 from dataclasses import dataclass, field
 
 from gpuhost.core.actions import Action, WriteFile
+from gpuhost.core.guest import Guest
 
 
 @dataclass
@@ -15,6 +16,9 @@ class Plan:
     reason: str
     actions: list[Action] = field(default_factory=list)
     diff: str = ""
+    #: guests whose configuration is already as wanted but staged (pending): it applies at their next
+    #: (re)start, so the runner records that they must restart
+    waiting: tuple[Guest, ...] = ()
 
     @property
     def changes(self) -> bool:

@@ -1,25 +1,29 @@
 """LXC guests on a Proxmox VE node: created, GPUs passed through, running, restarted only when allowed.
 
 Changes go through PVE's API (:mod:`gpuhost.pve.api`): ordinary keys with the inventory's API
-token when there is one, ``devN`` as root (PVE lets only ``root@pam`` set device passthrough).
-Raw ``lxc.*`` keys have no API at all: they are written into the file, atomically.
+token when there is one, ``devN`` as root (PVE lets only ``root@pam`` set device passthrough), each
+call with the ``digest`` of the config it was planned from. Raw ``lxc.*`` keys have no API at all: they
+are written into the file under PVE's per-guest lock, after a digest re-check (:mod:`gpuhost.pve.edit`).
+Pending values are part of the state compared.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ConfigDict, Field
 
-from gpuhost.core.actions import InGuest, PveCall, RestartGuest, RunCommand, WriteFile
+from gpuhost.core.actions import EditGuestConfig, InGuest, PveCall, RestartGuest, RunCommand, WriteFile
 from gpuhost.core.guest import Guest
 from gpuhost.core.operation import Args, Operation, OperationLookup, SkipTask
 from gpuhost.core.plan import Plan, nothing, unified_diff
 from gpuhost.errors import OperationFailed
-from gpuhost.facts.host import host_facts
+from gpuhost.facts.host import HostFacts, host_facts
 from gpuhost.facts.pve import ct_config, ct_config_path, ct_status, node_name, pve_version, vztemplates
 from gpuhost.pve import config as pveconf
+from gpuhost.pve import edit
 
 if TYPE_CHECKING:
     from gpuhost.core.context import HostContext
@@ -101,19 +105,39 @@ class LxcContainer(Operation[ContainerArgs]):
             )
         conf = host.fact(ct_config, a.ctid)
         assert conf is not None
-        changes = {k: v for k, v in self.wanted().items() if conf.get(k) != v}
         if conf.get("unprivileged", "0") != ("1" if a.unprivileged else "0"):
             raise OperationFailed(
                 f"CT {a.ctid} is {'un' if conf.get('unprivileged') == '1' else ''}privileged; "
                 "PVE cannot change that in place (back up, restore with --unprivileged)"
             )
-        if not changes:
-            return nothing(f"CT {a.ctid} exists ({status})")
+        wanted: dict[str, str | None] = dict(self.wanted())
+        change = edit.drift(conf, wanted, edit.LXC_DEFAULTS)
+        if not change.changes:
+            return _settled(a.ctid, status, change.waiting, f"CT {a.ctid} exists ({status})")
         node = host.fact(node_name)
+        params = change.params()
         return Plan(
-            reason=f"CT {a.ctid}: set {', '.join(changes)}",
-            actions=[PveCall("put", f"nodes/{node}/lxc/{a.ctid}/config", tuple(changes.items()))],
+            reason=f"CT {a.ctid}: set {', '.join(change.set)}",
+            actions=[PveCall("put", f"nodes/{node}/lxc/{a.ctid}/config", params, digest=conf.digest)],
+            diff=_config_diff(a.ctid, conf.text(), edit.apply_params(conf, params, running=status == "running")),
         )
+
+
+def _settled(ctid: int, status: str | None, waiting: list[str], reason: str) -> Plan:
+    """Nothing to change; pending values that are already the wanted ones wait for the next start."""
+    if not waiting:
+        return nothing(reason)
+    keys = ", ".join(waiting)
+    if status == "running":
+        return Plan(
+            reason=f"{reason}; waiting for restart: {keys} staged (pending) until CT {ctid} restarts",
+            waiting=(Guest.ct(ctid),),
+        )
+    return nothing(f"{reason}; {keys} staged (pending): applies at its next start")
+
+
+def _config_diff(ctid: int, before: str, after: pveconf.GuestConfig) -> str:
+    return unified_diff(ct_config_path(ctid), before, after.text())
 
 
 class DevicesArgs(Args):
@@ -159,17 +183,170 @@ def legacy_lines(
     devices: list[str],
     majors: dict[str, int],
     numbers: Mapping[str, tuple[int, int]] | None = None,
+    *,
+    strict: bool = True,
 ) -> list[tuple[str, str]]:
-    """Pre-8.1 form: a cgroup allow line per major and a bind mount per device node."""
-    found = sorted({device_major(d, majors, numbers) for d in devices})
+    """Pre-8.1 form: a cgroup allow line per major and a bind mount per device node (``strict=False``:
+    the majors that are known, to find the lines gpuhost wrote before)."""
+    found_majors = set()
+    for d in devices:
+        try:
+            found_majors.add(device_major(d, majors, numbers))
+        except OperationFailed:
+            if strict:
+                raise
+    found = sorted(found_majors)
     lines = [("lxc.cgroup2.devices.allow", f"c {m}:* rwm") for m in found]
     lines += [("lxc.mount.entry", f"{d} {d.lstrip('/')} none bind,optional,create=file") for d in devices]
     return lines
 
 
+#: NVIDIA driver nodes: the entries gpuhost manages (any other device entry belongs to someone else).
+_NVIDIA_NODE = re.compile(
+    r"^/dev/nvidia(\d+|ctl|-uvm|-uvm-tools|-modeset|-nvswitch\d*|-nvswitchctl|-caps/.+|-caps-imex-channels/.+)$"
+)
+_DEV_KEY = re.compile(r"^dev(\d+)$")
+#: PVE allows dev0..dev255 (pve-container's $MAX_DEVICES).
+MAX_DEVICES = 256
+
+
+def _dev_path(value: str) -> str:
+    try:
+        return pveconf.parse_property_string(value, "path").get("path", "")
+    except ValueError:
+        return ""
+
+
+def _dev_keys(options: Mapping[str, str]) -> list[str]:
+    return sorted((k for k in options if _DEV_KEY.match(k)), key=lambda k: int(k[3:]))
+
+
+def device_targets(ctid: int, conf: pveconf.GuestConfig, devices: list[str], gid: int) -> dict[str, str | None]:
+    """The devN entries wanted after the container's next start: ``None`` removes one.
+
+    NVIDIA entries keep their index (or take the lowest free ones); NVIDIA entries for nodes not wanted
+    go; entries for any other device are never touched (they are not in the result at all)."""
+    after = edit.effective(conf)
+    main = conf.main.options
+    targets: dict[str, str | None] = {}
+    placed: dict[str, str] = {}
+    for key in _dev_keys(after):
+        path = _dev_path(after[key])
+        if not _NVIDIA_NODE.match(path):
+            continue
+        if path in devices and path not in placed:
+            placed[path] = key
+            targets[key] = f"{path},gid={gid}"
+        else:
+            targets[key] = None
+    for key in _dev_keys(main):  # an entry queued for deletion: back at its own index, or let it go
+        if key in after:
+            continue
+        path = _dev_path(main[key])
+        if not _NVIDIA_NODE.match(path):
+            continue
+        if path in devices and path not in placed:
+            placed[path] = key
+            targets[key] = f"{path},gid={gid}"
+        else:
+            targets[key] = None
+    used = set(_dev_keys(after)) | set(_dev_keys(main)) | set(targets)
+    free = (f"dev{i}" for i in range(MAX_DEVICES) if f"dev{i}" not in used)
+    for path in devices:
+        if path in placed:
+            continue
+        slot = next(free, None)
+        if slot is None:
+            raise OperationFailed(f"CT {ctid}: no free devN index left for {path} (PVE allows dev0..dev255)")
+        placed[path] = slot
+        targets[slot] = f"{path},gid={gid}"
+    return targets
+
+
+def _mount_target(value: str) -> tuple[str, str]:
+    """``SRC TARGET TYPE OPTIONS`` of an ``lxc.mount.entry`` → (source, target relative to the rootfs)."""
+    fields = value.split()
+    if len(fields) < 2:
+        return value, ""
+    return fields[0], fields[1].strip("/")
+
+
+def _majors_of(
+    sources: Iterable[str], majors: dict[str, int], numbers: Mapping[str, tuple[int, int]] | None
+) -> set[int]:
+    out = set()
+    for source in sources:
+        if _NVIDIA_NODE.match(source):
+            try:
+                out.add(device_major(source, majors, numbers))
+            except OperationFailed:
+                continue
+    return out
+
+
+def _raw_line_number(text: str, key: str, value: str) -> int:
+    for number, line in enumerate(text.split("\n"), start=1):
+        m = re.match(r"^(lxc\.[a-z0-9_\-.]+)(:|\s*=)\s*(.*?)\s*$", line)
+        if m and m.group(1) == key and m.group(3) == value:
+            return number
+    return 0
+
+
+def _raw_edit(
+    ctid: int,
+    conf: pveconf.GuestConfig,
+    add: list[tuple[str, str]],
+    drop: list[tuple[str, str]],
+    devices: list[str],
+    facts: HostFacts,
+) -> pveconf.GuestConfig:
+    """The config with gpuhost's raw lines: ``drop`` (exact lines gpuhost wrote before) removed, ``add``
+    added where missing. Bind mounts count by their target: another source on a target gpuhost needs
+    is a conflict; ``lxc.prlimit.memlock`` is one value, changed in place."""
+    edited = edit.copy(conf)
+    path = ct_config_path(ctid)
+    kept_mounts = [v for k, v in edited.main.lxc if k == "lxc.mount.entry" and (k, v) not in drop]
+    still_needed = {
+        f"c {m}:* rwm"
+        for m in _majors_of((_mount_target(v)[0] for v in kept_mounts), facts.char_majors, facts.device_numbers)
+    }
+    for key, value in drop:
+        if key == "lxc.cgroup2.devices.allow" and value in still_needed:
+            continue  # a bind mount that stays (a user's /dev/nvidia-modeset) needs that major
+        edited.remove_lxc(key, value)
+    wanted_targets = {d.lstrip("/"): d for d in devices}
+    for key, value in edited.main.lxc:
+        if key != "lxc.mount.entry":
+            continue
+        source, target = _mount_target(value)
+        if target in wanted_targets and source.rstrip("/") != wanted_targets[target]:
+            line = _raw_line_number(conf.text(), key, value)
+            raise OperationFailed(
+                f"CT {ctid}: {path}:{line}: lxc.mount.entry mounts {source} on {target}, where the container "
+                f"gets {wanted_targets[target]}: remove that line, or mount it elsewhere, or leave "
+                f"{wanted_targets[target]} out of the container's devices"
+            )
+    for key, value in add:
+        present = edited.lxc_values(key)
+        if key == "lxc.mount.entry":
+            target = _mount_target(value)[1]
+            if any(_mount_target(v)[1] == target for v in present):
+                continue  # the same source on the same target is there already, in its own words
+        elif key == "lxc.prlimit.memlock" and present:
+            edited.replace_lxc(key, value)
+            continue
+        if value not in present:
+            edited.add_lxc(key, value)
+    return edited
+
+
 class LxcDevices(Operation[DevicesArgs]):
     """GPU device nodes passed into the container (``devN``, PVE ≥ 8.1; raw ``lxc.*`` before),
-    and ``lxc.prlimit.memlock: unlimited`` for pinned memory. Notifies a restart when running."""
+    and ``lxc.prlimit.memlock: unlimited`` for pinned memory. Notifies a restart when running.
+
+    Entries for other devices (an iGPU's ``/dev/dri/card0``, a user's bind mounts) are kept. Pending
+    values count: a pending deletion of a GPU entry is repaired; a staged entry equal to the wanted one
+    waits for the container's restart (ok, and the restart is recorded)."""
 
     kind = "lxc_devices"
     Args = DevicesArgs
@@ -191,44 +368,63 @@ class LxcDevices(Operation[DevicesArgs]):
                 f"(PVE: 'Device {missing[0]} does not exist'). Load nvidia_uvm and create the nodes at boot "
                 "(gpuhost provision host installs nvidia-devnodes.service), or run: nvidia-modprobe -c0 -u"
             )
-        actions: list[Any] = []
         reasons: list[str] = []
+        change = edit.Drift()
+        legacy = legacy_lines(a.devices, facts.char_majors, facts.device_numbers, strict=False)
         if version.at_least(8, 1):
-            wanted = dev_entries(a.devices, a.gid)
-            have = {k: v for k, v in conf.main.options.items() if k.startswith("dev") and k[3:].isdigit()}
-            set_args = {k: v for k, v in wanted.items() if have.get(k) != v}
-            extra = sorted(set(have) - set(wanted), key=lambda k: int(k[3:]))
-            if set_args or extra:
-                params = dict(set_args)
-                if extra:
-                    params["delete"] = ",".join(extra)
-                # devN is root@pam-only in PVE: the API client takes the root route for it
-                actions.append(
-                    PveCall("put", f"nodes/{host.fact(node_name)}/lxc/{a.ctid}/config", tuple(params.items()))
-                )
-                reasons.append(f"devN entries for {len(a.devices)} devices")
-            raw: list[tuple[str, str]] = []
+            change = edit.drift(conf, device_targets(a.ctid, conf, a.devices, a.gid))
+            add: list[tuple[str, str]] = []
+            drop = legacy  # what gpuhost wrote for these nodes before devN existed
         else:
-            raw = legacy_lines(a.devices, facts.char_majors, facts.device_numbers)
+            add, drop = legacy_lines(a.devices, facts.char_majors, facts.device_numbers), []
         if a.memlock_unlimited:
-            raw.append(("lxc.prlimit.memlock", "unlimited"))
-        diff = ""
+            add.append(("lxc.prlimit.memlock", "unlimited"))
         before = conf.text()
-        edited = pveconf.parse(before, "lxc")  # a copy: the cached fact stays what the host has
-        for key, value in raw:
-            if value not in edited.lxc_values(key):
-                edited.add_lxc(key, value)
-        after = edited.render()
+        edited = _raw_edit(a.ctid, conf, add, drop, a.devices, facts)
+        actions: list[Any] = []
+        after = edited.text() if edited.modified else before
         if after != before:
-            path = ct_config_path(a.ctid)
-            # The file first: `pct set` then edits the file that already has the raw keys
-            # (written the other way round, this stale text would drop the new devN lines).
-            actions.insert(0, WriteFile(path, after, backup_dir=BACKUP_DIR))
+            actions.append(
+                EditGuestConfig(
+                    Guest.ct(a.ctid),
+                    ct_config_path(a.ctid),
+                    edit.lock_path("lxc", a.ctid),
+                    conf.digest,
+                    after,
+                    backup_dir=BACKUP_DIR,
+                )
+            )
             reasons.append("raw lxc keys")
-            diff = unified_diff(path, before, after)
+        final = edited
+        if change.changes:
+            params = change.params()
+            # devN is root@pam-only in PVE: the API client takes the root route for it. The file edit (if
+            # any) comes first, and this call carries the digest of the file that edit leaves.
+            actions.append(
+                PveCall(
+                    "put",
+                    f"nodes/{host.fact(node_name)}/lxc/{a.ctid}/config",
+                    params,
+                    digest=pveconf.digest_of(after),
+                )
+            )
+            reasons.insert(0, f"devN entries for {len(a.devices)} devices")
+            running = host.fact(ct_status, a.ctid) == "running"
+            final = edit.apply_params(pveconf.parse(after, "lxc"), params, running=running)
+        foreign = [
+            f"{k}={_dev_path(v)}"
+            for k, v in edit.effective(conf).items()
+            if _DEV_KEY.match(k) and not _NVIDIA_NODE.match(_dev_path(v))
+        ]
+        kept = f"; kept {', '.join(sorted(foreign))}" if foreign else ""
         if not actions:
-            return nothing(f"CT {a.ctid} has the {len(a.devices)} GPU devices")
-        return Plan(reason=f"CT {a.ctid}: " + ", ".join(reasons), actions=actions, diff=diff)
+            status = host.fact(ct_status, a.ctid) if change.waiting else None
+            return _settled(a.ctid, status, change.waiting, f"CT {a.ctid} has the {len(a.devices)} GPU devices{kept}")
+        return Plan(
+            reason=f"CT {a.ctid}: " + ", ".join(reasons) + kept,
+            actions=actions,
+            diff=_config_diff(a.ctid, before, final),
+        )
 
 
 class RunningArgs(Args):

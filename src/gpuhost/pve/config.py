@@ -4,7 +4,8 @@ Follows qemu-server's ``parse_vm_config``/``write_vm_config`` and pve-container'
 ``parse_pct_config``/``write_pct_config``:
 
 * a file is a main section followed by optional sections: ``[PENDING]`` (VMs) or
-  ``[pve:pending]`` (containers), ``[special:<name>]`` (VMs), and one ``[<snapshot>]`` per snapshot;
+  ``[pve:pending]`` (containers), ``[special:cloudinit]``/``[special:fleecing]`` (VMs; other
+  special sections are skipped as unknown), and one ``[<snapshot>]`` per snapshot;
 * ``#`` lines are the section's description (percent-encoded, see :func:`encode_text`);
 * ``key: value`` lines are options; containers keep raw ``lxc.*`` lines in file order;
 * PVE always writes a section as: description lines, then the options sorted by key, then
@@ -30,7 +31,8 @@ SectionKind = Literal["main", "pending", "special", "snapshot"]
 
 _QEMU_PENDING_RE = re.compile(r"^\[PENDING\]\s*$", re.IGNORECASE)
 _LXC_PENDING_RE = re.compile(r"^\[pve:pending\]\s*$", re.IGNORECASE)
-_SPECIAL_RE = re.compile(r"^\[special:([a-z][a-z0-9_\-]*)\]\s*$", re.IGNORECASE)
+#: qemu-server knows only these special sections; any other ``[special:NAME]`` is an unknown section.
+_SPECIAL_RE = re.compile(r"^\[special:(cloudinit|fleecing)\]\s*$", re.IGNORECASE)
 _SNAPSHOT_RE = re.compile(r"^\[([a-z][a-z0-9_\-]+)\]\s*$", re.IGNORECASE)
 _UNKNOWN_SECTION_RE = re.compile(r"^\[([^\]]*)\]\s*$")
 _QEMU_KEY_RE = re.compile(r"^([a-z][a-z_\-]*\d*):\s*(.+?)\s*$")
@@ -193,6 +195,14 @@ class GuestConfig:
             raise ValueError(f"not a raw lxc key: {key!r}")
         self.main.lxc.append((key, value))
         self._raw = None
+
+    def replace_lxc(self, key: str, value: str) -> int:
+        """Give every raw ``lxc.*`` line with this key the value ``value``, in place; returns how many changed."""
+        changed = sum(1 for k, v in self.main.lxc if k == key and v != value)
+        if changed:
+            self.main.lxc = [(k, value if k == key else v) for k, v in self.main.lxc]
+            self._raw = None
+        return changed
 
     def remove_lxc(self, key: str, value: str | None = None) -> int:
         """Remove raw ``lxc.*`` lines with this key (and value, if given); returns how many."""
@@ -388,7 +398,11 @@ class _Parser:
         if m:
             self.descr = (self.descr or []) + [decode_text(m.group(2))]
             return
-        if _SNAPSTATE_RE.search(line):
+        m = _SNAPSTATE_RE.search(line)
+        if m:
+            # PVE keeps a snapshot's (or the pending section's) snapstate and drops the main section's
+            if section.kind != "main":
+                section.options["snapstate"] = m.group(1)
             return
         m = _DELETE_RE.match(line)
         if m:

@@ -2,9 +2,26 @@
 
 from __future__ import annotations
 
+import hashlib
+import shlex
+from collections.abc import Callable
+
 from gpuhost.connection.base import Rebootable
-from gpuhost.core.actions import Action, InGuest, PveCall, RebootHost, RestartGuest, RunCommand, WriteFile
+from gpuhost.connection.write_script import WriteRequest
+from gpuhost.core.actions import (
+    Action,
+    EditGuestConfig,
+    InGuest,
+    PveCall,
+    RebootHost,
+    RestartGuest,
+    RunCommand,
+    WriteFile,
+)
+from gpuhost.core.plan import Plan
 from gpuhost.errors import OperationFailed
+from gpuhost.pve import config as pveconf
+from gpuhost.pve import edit
 from gpuhost.runner.context import RunnerHost
 
 
@@ -19,6 +36,8 @@ def apply(host: RunnerHost, action: Action) -> None:
         reboot(host, action)
     elif isinstance(action, PveCall):
         call(host, action)
+    elif isinstance(action, EditGuestConfig):
+        locked_edit(host, action)
     elif isinstance(action, RestartGuest):
         call(host, action.call)
         host.restarts_needed.discard(action.guest)
@@ -30,9 +49,86 @@ def apply(host: RunnerHost, action: Action) -> None:
 
 
 def call(host: RunnerHost, action: PveCall) -> None:
-    result = host.pve.call(action.method, action.path, dict(action.params))
+    params = dict(action.params)
+    if action.digest is not None:
+        params["digest"] = action.digest
+    try:
+        result = host.pve.call(action.method, action.path, params)
+    except OperationFailed as exc:
+        target = edit.config_of_api_path(action.path)
+        if action.digest is not None and target is not None and edit.is_modified_error(str(exc)):
+            raise edit.ConfigChanged(edit.config_file(*target), action.digest, "PVE: " + edit.MODIFIED) from None
+        raise
     if action.wait:
         host.pve.wait_task(result)
+
+
+def locked_edit(host: RunnerHost, action: EditGuestConfig) -> None:
+    """The file write of :class:`EditGuestConfig`, run under PVE's per-guest flock after a digest re-check."""
+    data = action.content.encode()
+    request = WriteRequest(action.path, len(data), hashlib.sha256(data).hexdigest(), backup_dir=action.backup_dir)
+    script = ["sh", "-c", edit.LOCKED_EDIT_SCRIPT, "gpuhost-locked-edit"]
+    command = shlex.join([*script, action.lock, action.path, action.digest, request.command()])
+    result = host.conn.run(command, input=data, ok_codes=(0, edit.DIGEST_MISMATCH))
+    if result.exit_code == edit.DIGEST_MISMATCH:
+        seen = result.stderr.strip().rsplit(" ", 1)[-1]
+        raise edit.ConfigChanged(action.path, action.digest, f"its digest is {seen} now, under {action.lock}")
+
+
+def apply_plan(host: RunnerHost, plan: Plan, replan: Callable[[], Plan]) -> Plan:
+    """Apply ``plan``. When a guest config changed between the read the plan was made from and the
+    write (PVE's digest, or the re-read under the lock), read again and re-plan once: the other
+    writer's change is kept. A second change fails, naming what the other writer changed."""
+    try:
+        _apply_all(host, plan)
+        return plan
+    except edit.ConfigChanged as first:
+        before = _planned_config(host, first.planned)
+        host.invalidate_facts()
+        again = replan()
+        if _needs_consent(again) - _needs_consent(plan):
+            raise OperationFailed(
+                f"{first.path} was changed by another writer while gpuhost applied its plan, and the new plan "
+                "needs a consent the first did not: rerun"
+            ) from None
+        try:
+            _apply_all(host, again)
+        except edit.ConfigChanged as second:
+            now = host.conn.read_file(second.path)
+            changed = edit.what_changed(before, pveconf.parse(now, before.kind)) if before and now else []
+            what = "; ".join(changed) or "no key differs from what gpuhost first read"
+            raise OperationFailed(
+                f"{second.path} changed again while gpuhost applied its re-planned change ({second.detail}). "
+                f"Another writer is changing it (since gpuhost's first read: {what}; lock: "
+                f"{_lock_of(now, second.path)}). Stop the other writer (a pct/qm set, a backup or migration "
+                "task, another gpuhost) and rerun"
+            ) from None
+        return again
+
+
+def _apply_all(host: RunnerHost, plan: Plan) -> None:
+    for action in plan.actions:
+        apply(host, action)
+
+
+def _needs_consent(plan: Plan) -> set[type]:
+    return {type(a) for a in plan.actions if isinstance(a, (RebootHost, RestartGuest))}
+
+
+def _planned_config(host: RunnerHost, digest: str) -> pveconf.GuestConfig | None:
+    """The config (from this run's fact cache) the plan was made from."""
+    for value in host.cached_facts():
+        if isinstance(value, pveconf.GuestConfig) and value.digest == digest:
+            return value
+    return None
+
+
+def _lock_of(text: str | None, path: str) -> str:
+    if text is None:
+        return "the config file is gone"
+    kind: pveconf.GuestKind = "lxc" if "/lxc/" in path else "qemu"
+    lock = pveconf.parse(text, kind).get("lock")
+    return f"'{lock}', a {lock} operation holds the guest" if lock else "none in the config"
 
 
 def reboot(host: RunnerHost, action: RebootHost) -> None:

@@ -137,6 +137,10 @@ class RunnerHost:
     def template_vars(self) -> dict[str, Any]:
         return {**self.vars, "inventory_hostname": self.name, "node": self.node.model_dump()}
 
+    def cached_facts(self) -> list[Any]:
+        """The parsed facts read so far in this run (until the next change)."""
+        return list(self._facts.values())
+
     def total_round_trips(self) -> int:
         """Remote commands run for this host and its guests (each one round trip)."""
         own = self._conn.commands_run if self._conn is not None else self._closed_trips

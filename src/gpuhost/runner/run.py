@@ -21,7 +21,7 @@ from gpuhost.inventory.loader import Inventory
 from gpuhost.inventory.models import NodeSpec
 from gpuhost.playbook.models import Playbook
 from gpuhost.playbook.variables import Layer, Origin
-from gpuhost.runner.apply import apply
+from gpuhost.runner.apply import apply_plan
 from gpuhost.runner.connect import open_connection
 from gpuhost.runner.context import RunnerHost
 from gpuhost.runner.prefetch import prefetch
@@ -77,6 +77,7 @@ class _HostRun:
     ) -> None:
         self.ctx, self.play, self.summary, self.opts, self.emit = ctx, play, summary, opts, emit
         self.allow_reboot, self.allow_restart = consent
+        self.waited = False  # the last task's plan had a staged change waiting for a restart
 
     def _decide(self, plan_actions: list[Any]) -> tuple[Status, str] | None:
         """A consent the operator did not give turns the task into 'skipped', recorded for the recap."""
@@ -98,8 +99,12 @@ class _HostRun:
         status: Status = "ok"
         reason, diff, error = "", "", None
         try:
-            plan = task.operation_for(ctx).plan(ctx)
+            operation = task.operation_for(ctx)
+            plan = operation.plan(ctx)
             reason, diff = plan.reason, plan.diff
+            self.waited = bool(plan.waiting)
+            if plan.waiting:  # staged, applies at the guest's next start: the recap says it must restart
+                ctx.restarts_needed.update(plan.waiting)
             refused = self._decide(plan.actions) if plan.changes else None
             if not plan.changes:
                 status = "ok"
@@ -108,9 +113,9 @@ class _HostRun:
             elif ctx.check:
                 status = "changed"
             else:
-                for action in plan.actions:
-                    apply(ctx, action)
-                status = "changed"
+                plan = apply_plan(ctx, plan, lambda: operation.plan(ctx))
+                reason, diff = plan.reason, plan.diff
+                status = "changed" if plan.changes else "ok"
         except SkipTask as exc:
             status, reason = "skipped", exc.reason
         except ConnectionFailed as exc:
@@ -154,8 +159,8 @@ class _HostRun:
             result = self.task(task)
             if result.status == "failed":
                 return False
-            if result.status == "changed":
-                notified.update(task.notify)
+            if result.status == "changed" or (result.status == "ok" and self.waited):
+                notified.update(task.notify)  # a staged change waits for the handler (a restart) too
         return self.flush(handlers, notified)
 
     def flush(self, handlers: list[Task], notified: set[str]) -> bool:

@@ -18,6 +18,7 @@ from ruamel.yaml import YAML
 
 from gpuhost.core.actions import (
     Action,
+    EditGuestConfig,
     InGuest,
     PveCall,
     RebootHost,
@@ -130,7 +131,12 @@ def action_data(action: Action) -> dict[str, Any]:
         out = {"pve": f"{action.method.upper()} {action.path}"}
         if action.params:
             out["params"] = [f"{k}={v}" for k, v in action.params]
+        if action.digest:
+            out["digest"] = action.digest
         return out
+    if isinstance(action, EditGuestConfig):
+        return {"edit": action.path, "guest": str(action.guest), "lock": action.lock, "digest": action.digest,
+                "backup_dir": action.backup_dir}
     if isinstance(action, RestartGuest):
         return {"restart": str(action.guest), **action_data(action.call)}
     if isinstance(action, InGuest):

@@ -39,12 +39,8 @@ KNOWN_DIVERGENCES: dict[str, str] = {
     "parse:verify-snapshot.conf": _SCHEMA,
     "strict:cloudinit-snapshot.conf": _SCHEMA,
     "strict:verify-snapshot.conf": _SCHEMA,
-    "parse:unknown-sections.conf": _UNKNOWN_SPECIAL,
-    "strict:unknown-sections.conf": _UNKNOWN_SPECIAL,
     "strict:duplicate-sections.conf": "gpuhost keeps the last of duplicated sections silently; PVE's strict mode "
     "refuses them ('duplicate section: pending')",
-    "fixed-point:delete/lxc/201.conf": _SNAPSTATE,
-    "fixed-point:delete/lxc/203.conf": _SNAPSTATE,
 }
 
 
@@ -149,7 +145,6 @@ def test_pve_written_lxc_files_are_a_fixed_point(case: str) -> None:
     assert config.parse(raw, "lxc").render() == raw
 
 
-@pytest.mark.xfail(strict=True, reason=_SNAPSTATE)
 def test_snapstate_is_kept_like_pve() -> None:
     conf = config.parse((LXC / "snapshot-input" / "commit/lxc/101.conf").read_text(), "lxc")
     assert conf.snapshots["test"].options.get("snapstate") == "prepare"

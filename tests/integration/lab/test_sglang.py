@@ -439,7 +439,8 @@ def test_power_follows_load_and_bench_prints_its_block(sgl_lab: LabHandle, venvs
                 break
             time.sleep(0.1)
         runner.join(60)
-        assert busy and all(p > 300 for _, p in busy), busy
+        # under load every GPU draws well above its idle power (how far depends on requests in flight)
+        assert busy and all(p > 2 * max(q for _, q in idle) for _, p in busy), (idle, busy)
         r = result["r"]
         assert r.rc == 0, r.stderr
         block = r.stdout[r.stdout.index("============ Serving Benchmark Result ============") :]

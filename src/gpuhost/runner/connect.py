@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from gpuhost.connection.base import Connection
 from gpuhost.core.facts import Fact
 from gpuhost.errors import ConnectionFailed
-from gpuhost.inventory.models import NodeSpec
+from gpuhost.inventory.models import NodeSpec, VMSpec
 from gpuhost.secrets import read_secret
 
 if TYPE_CHECKING:
@@ -42,6 +42,28 @@ def open_connection(node: NodeSpec) -> Connection:
         node.name,
         SSHSettings(
             address=node.address,
+            user=s.user,
+            port=s.port,
+            key_file=s.key_file,
+            password=password,
+            known_hosts_file=s.known_hosts_file,
+            host_key_policy=s.host_key_policy,
+            connect_timeout=s.connect_timeout,
+        ),
+    )
+
+
+def open_vm_connection(name: str, vm: VMSpec) -> Connection:
+    """SSH into a VM guest at its inventory address (host keys checked as for nodes)."""
+    from gpuhost.connection.ssh import SSHConnection, SSHSettings
+
+    assert vm.address is not None
+    s = vm.ssh
+    password = read_secret(f"{name}: ssh password", env=s.password_env, file=s.password_file)
+    return SSHConnection(
+        name,
+        SSHSettings(
+            address=vm.address,
             user=s.user,
             port=s.port,
             key_file=s.key_file,

@@ -147,6 +147,8 @@ class VmPendingApplied(Operation[VmArgs]):
         status = host.fact(vm_status, vmid)
         if status != "running":
             return nothing(f"VM {vmid} is {status}: its pending {', '.join(keys)} apply when it starts")
+        if host.reboot_pending:
+            raise SkipTask(f"VM {vmid} restarts once the host has rebooted (vfio-pci owns the GPUs)")
         call = PveCall("post", f"nodes/{host.fact(node_name)}/qemu/{vmid}/status/reboot")
         return Plan(
             reason=f"restart VM {vmid} so its pending {', '.join(keys)} apply",
@@ -165,6 +167,8 @@ class VmRunning(Operation[VmArgs]):
         status = host.fact(vm_status, vmid)
         if status == "running":
             return nothing(f"VM {vmid} running")
+        if host.reboot_pending:
+            raise SkipTask(f"VM {vmid} is {status}: it starts once the host has rebooted (vfio-pci owns the GPUs)")
         if status is None:
             if host.check:
                 raise SkipTask(f"VM {vmid} does not exist")

@@ -213,6 +213,9 @@ class VMSpec(_Model):
     ssh: SSHConfig = Field(
         default_factory=lambda: SSHConfig.model_validate({}), description="how gpuhost logs in to the guest"
     )
+    boot_timeout: float = Field(
+        300.0, gt=0, description="seconds to wait for the guest's SSH after the VM starts or restarts"
+    )
 
     @field_validator("gpus")
     @classmethod

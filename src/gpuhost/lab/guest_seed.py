@@ -51,3 +51,23 @@ def seed_gpu_vm(upper: Path, state: NodeState, node: NodeSpec) -> None:
     path = upper / f"etc/pve/nodes/{node.name}/qemu-server/{node.gpu_vm}.conf"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(vm_config(node, node.gpu_vm, bdfs, mac))
+
+
+def with_guests(nodes: list[NodeSpec]) -> list[NodeSpec]:
+    """The lab's nodes plus one guest per seeded GPU VM (booted only when the VM starts)."""
+    from dataclasses import replace
+
+    guests = [
+        replace(
+            n,
+            name=f"{n.name}-vm{n.gpu_vm}",
+            address=guest_address(n),
+            gpu_vm=0,
+            guest_of=n.name,
+            vmid=n.gpu_vm,
+            numa=1,
+        )
+        for n in nodes
+        if n.gpu_vm and not n.guest_of
+    ]
+    return [*nodes, *guests]

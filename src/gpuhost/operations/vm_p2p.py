@@ -6,6 +6,7 @@ This reads the driver's P2P status only: it does not time a copy or check data i
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gpuhost.core.facts import Fact
@@ -15,6 +16,7 @@ from gpuhost.core.plan import Plan, nothing
 from gpuhost.core.result import CommandResult
 from gpuhost.errors import FactError, OperationFailed
 from gpuhost.facts.vm import vm_config, vm_status
+from gpuhost.operations.vm import VmGpu
 from gpuhost.p2p.diagnosis import diagnose
 from gpuhost.p2p.judge import judge
 from gpuhost.p2p.parsers import topo_p2p
@@ -41,8 +43,7 @@ guest_topo_p2p: Fact[Evidence] = Fact("P2P status (nvidia-smi topo -p2p r/w)", l
 
 class VmP2PArgs(Args):
     vmid: int
-    gpus: int
-    expect_p2p: bool = True
+    gpus: list[VmGpu]
 
 
 class VmP2P(Operation[VmP2PArgs]):
@@ -61,15 +62,27 @@ class VmP2P(Operation[VmP2PArgs]):
             if host.check:
                 raise SkipTask(f"check mode: VM {a.vmid} is {status or 'absent'}")
             raise OperationFailed(f"VM {a.vmid} is {status or 'absent'}: cannot check P2P inside it")
+        conf = host.fact(vm_config, a.vmid)
+        running = dict(conf.main.options) if conf is not None else {}
+        placed = vm_gpu.gpu_indices(running, tuple(g.ref() for g in a.gpus))
+        if len(placed) != len(a.gpus):
+            raise OperationFailed(
+                f"VM {a.vmid}: its running configuration passes {len(placed)} of the {len(a.gpus)} GPUs"
+            )
+        cliques = [g.clique for _, g in sorted(placed.items())]  # the guest numbers GPUs in hostpci order
+        if all(c is None for c in cliques):
+            return nothing(f"VM {a.vmid}: no GPUDirect clique configured (clique: none), so P2P stays off in the guest")
         ev = host.guest(vm).fact(guest_topo_p2p)
         ev.in_vm = True
-        if ev.gpu_count != a.gpus:
-            raise OperationFailed(f"VM {a.vmid}: the guest's driver sees {ev.gpu_count} GPUs, expected {a.gpus}")
-        verdict = judge(ev, expect_p2p=a.expect_p2p)
+        if ev.gpu_count != len(a.gpus):
+            raise OperationFailed(f"VM {a.vmid}: the guest's driver sees {ev.gpu_count} GPUs, expected {len(a.gpus)}")
+        same = {(i, j) for i in range(len(cliques)) for j in range(len(cliques)) if i != j}
+        peers = {(i, j) for i, j in same if cliques[i] is not None and cliques[i] == cliques[j]}
+        others = replace(ev, pairs=[p for p in ev.pairs if (p.src, p.dst) not in peers])
+        ev = replace(ev, pairs=[p for p in ev.pairs if (p.src, p.dst) in peers])
+        verdict = judge(ev, expect_p2p=True)
         bad = [f for f in verdict.findings if f.failed]
         if bad:
-            conf = host.fact(vm_config, a.vmid)
-            running = dict(conf.main.options) if conf is not None else {}
             causes = vm_gpu.p2p_blockers(running)
             lines = [f.message for f in bad[:3]] + diagnose(verdict, ev)[:2]
             where = f"; the VM's running configuration: {'; '.join(causes)}" if causes else ""
@@ -77,9 +90,11 @@ class VmP2P(Operation[VmP2PArgs]):
             if host.check:
                 raise SkipTask(f"check mode: would verify after the changes; now: {text}")
             raise OperationFailed(text)
-        pairs = a.gpus * (a.gpus - 1)
-        what = "available" if a.expect_p2p else "off, as configured (no cliques)"
-        return nothing(
-            f"VM {a.vmid}: P2P {what} on all {pairs} GPU pairs (guest driver: nvidia-smi topo -p2p r/w; "
-            "status only, no copy was timed)"
-        )
+        unexpected = [p.label for p in others.pairs if p.nvml_status.get("read") == "OK" and cliques[p.src] is None]
+        across = len(others.pairs)
+        text = f"VM {a.vmid}: P2P available on all {len(peers)} GPU pairs that share a clique"
+        if across:
+            text += f"; {across} pairs across cliques go through host memory, as configured"
+        if unexpected:
+            text += f" (yet the driver allows {', '.join(unexpected[:3])} without a clique)"
+        return nothing(text + " (guest driver: nvidia-smi topo -p2p r/w; status only, no copy was timed)")

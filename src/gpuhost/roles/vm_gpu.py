@@ -169,13 +169,24 @@ def vm_tasks(vmid: int, spec: VMSpec, gpus: list[VmGpu], pin: DriverPin | None) 
             tags=("driver",),
         ),
         task(
-            f"{vm}: {PERSISTENCED} enabled and running",
-            inside(Systemd(SystemdArgs(unit=PERSISTENCED, enabled=True, state="started", daemon_reload=True))),
+            f"{vm}: {PERSISTENCED} enabled",
+            inside(Systemd(SystemdArgs(unit=PERSISTENCED, enabled=True))),
+            tags=("driver",),
+        ),
+        task(
+            f"{vm}: {PERSISTENCED} running",
+            inside(
+                Command(
+                    CommandArgs(
+                        cmd=f"systemctl start {PERSISTENCED}", unless=f"systemctl is-active --quiet {PERSISTENCED}"
+                    )
+                )
+            ),
             tags=("driver",),
         ),
         task(
             f"{vm}: P2P between its {len(gpus)} GPUs (guest driver status)",
-            VmP2P(VmP2PArgs(vmid=vmid, gpus=len(gpus), expect_p2p=bool(cliques))),
+            VmP2P(VmP2PArgs(vmid=vmid, gpus=gpus)),
             tags=("verify",),
         ),
     ]

@@ -23,6 +23,7 @@ from gpuhost.facts.vm import pci_numa_nodes
 from gpuhost.inventory.models import VMSpec
 from gpuhost.operations.command import Command, CommandArgs
 from gpuhost.operations.files import Template, TemplateArgs
+from gpuhost.operations.modules import ModuleList, ModuleListArgs
 from gpuhost.operations.nvidia import DriverPin, NvidiaDriver, NvidiaDriverArgs, download_command, installer_path
 from gpuhost.operations.systemd import Systemd, SystemdArgs
 from gpuhost.operations.vm import (
@@ -164,6 +165,13 @@ def vm_tasks(vmid: int, spec: VMSpec, gpus: list[VmGpu], pin: DriverPin | None) 
         ),
         task(f"{vm}: NVIDIA driver {pin.version} with kernel modules (DKMS)", inside(driver), tags=("driver",)),
         task(
+            f"{vm}: nvidia and nvidia_uvm load at boot",
+            inside(
+                ModuleList(ModuleListArgs(path="/etc/modules-load.d/nvidia.conf", modules=["nvidia", "nvidia_uvm"]))
+            ),
+            tags=("driver",),
+        ),
+        task(
             f"{vm}: {PERSISTENCED} unit",
             inside(Template(TemplateArgs(src=f"{PERSISTENCED}.j2", dest=f"/etc/systemd/system/{PERSISTENCED}"))),
             tags=("driver",),
@@ -187,7 +195,7 @@ def vm_tasks(vmid: int, spec: VMSpec, gpus: list[VmGpu], pin: DriverPin | None) 
         task(
             f"{vm}: P2P between its {len(gpus)} GPUs (guest driver status)",
             VmP2P(VmP2PArgs(vmid=vmid, gpus=gpus)),
-            tags=("verify",),
+            tags=("verify", "p2p"),
         ),
     ]
     return tasks

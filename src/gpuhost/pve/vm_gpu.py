@@ -149,7 +149,8 @@ def wanted(current: Mapping[str, str], want: VmWant) -> Wanted:
         if any(re.fullmatch(r"net\d+", k) for k in current):
             notes.append(
                 f"machine {mtype} -> q35 renames the guest's network interface (the NIC moves behind PVE's pci.0 "
-                "bridge: under predictable naming e.g. ens18 becomes enpXs18): before the restart, match the interface by MAC in the guest, "
+                "bridge: under predictable naming e.g. ens18 becomes enpXs18): before the restart, "
+                "match the interface by MAC in the guest, "
                 "e.g. netplan 'match: {macaddress: <net0 MAC>}' with 'set-name: eth0', or a systemd .link file "
                 "with [Match] MACAddress= and [Link] Name="
             )

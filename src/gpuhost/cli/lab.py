@@ -60,7 +60,9 @@ def up(
     started = time.monotonic()
     info = manager.up(plan, state_dir, seed_dirs=seed)
     elapsed = time.monotonic() - started
-    typer.echo(f"lab up: {len(info.nodes)} node(s) in {elapsed:.1f} s")
+    guests = sum(1 for n in info.nodes if n.get("guest_of"))
+    shown = f"{len(info.nodes) - guests} node(s)" + (f" and {guests} VM guest(s), booted by qm start" if guests else "")
+    typer.echo(f"lab up: {shown} in {elapsed:.1f} s")
     _print_nodes(info.nodes)
     typer.echo(f"inventory: {info.inventory}")
     first = info.nodes[0]["address"]

@@ -35,6 +35,9 @@ def up(
     gpus: int = typer.Option(0, "--gpus", help="Simulated NVIDIA GPUs per node (with drivers to install)."),
     gpu_model: str = typer.Option(DEFAULT_MODEL, "--gpu-model", help="GPU model of every node."),
     numa: int = typer.Option(1, "--numa", help="NUMA nodes (sockets) the GPUs are spread over: 1 or 2."),
+    vm: int = typer.Option(
+        0, "--vm", help="Seed each GPU node with this VM id holding every GPU as the seeds had it (i440fx)."
+    ),
     state_dir: Path = StateDir,
 ) -> None:
     """Start N nodes and write an inventory for them."""
@@ -43,7 +46,13 @@ def up(
 
     plan = plan_nodes(nodes, base_address=address, boot=boot, cpu=cpu, pve=pve)
     gpu_model = model(gpu_model).name
-    plan = [replace(n, gpus=gpus, gpu_model=gpu_model, numa=numa) for n in plan]
+    if vm and not gpus:
+        raise UsageError("--vm needs --gpus: the VM gets the node's GPUs")
+    if vm and not 100 <= vm <= 999_999_999:
+        raise UsageError(f"--vm {vm}: PVE's VM ids are 100..999999999")
+    if vm == 100:
+        raise UsageError("--vm 100: VM 100 is the lab's plain seed VM; pick another id (e.g. 110)")
+    plan = [replace(n, gpus=gpus, gpu_model=gpu_model, numa=numa, gpu_vm=vm) for n in plan]
     topology_plan("check", cpu, gpus, model(gpu_model), numa)  # usage errors before anything starts
     for d in seed:
         if not d.is_dir():
@@ -51,7 +60,9 @@ def up(
     started = time.monotonic()
     info = manager.up(plan, state_dir, seed_dirs=seed)
     elapsed = time.monotonic() - started
-    typer.echo(f"lab up: {len(info.nodes)} node(s) in {elapsed:.1f} s")
+    guests = sum(1 for n in info.nodes if n.get("guest_of"))
+    shown = f"{len(info.nodes) - guests} node(s)" + (f" and {guests} VM guest(s), booted by qm start" if guests else "")
+    typer.echo(f"lab up: {shown} in {elapsed:.1f} s")
     _print_nodes(info.nodes)
     typer.echo(f"inventory: {info.inventory}")
     first = info.nodes[0]["address"]

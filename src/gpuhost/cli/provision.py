@@ -1,4 +1,4 @@
-"""``gpuhost provision host|lxc``: the built-in provisioning playbooks with the shared run flags."""
+"""``gpuhost provision host|lxc|vm``: the built-in provisioning playbooks with the shared run flags."""
 
 from __future__ import annotations
 
@@ -42,3 +42,16 @@ def provision_lxc(
     """The host's LXC path, then each GPU container: created, passed through, driver matched, CUDA-ready."""
     preset = {"lxc_ctids": ctid} if ctid else {}
     raise typer.Exit(run_with_flags(_builtin("provision-lxc.yml"), inventory, flags, preset))
+
+
+@provision_app.command("vm")
+@run_flags
+def provision_vm(
+    inventory: Path = InventoryOpt,
+    vmid: list[int] = typer.Option([], "--vmid", help="Only this VM (repeat for more)."),
+    *,
+    flags: RunFlags,
+) -> None:
+    """The host's VM path, then each GPU VM: q35, pcie=1 passthrough, GPUDirect cliques, driver and P2P in the guest."""
+    preset = {"vm_vmids": vmid} if vmid else {}
+    raise typer.Exit(run_with_flags(_builtin("provision-vm.yml"), inventory, flags, preset))

@@ -70,13 +70,16 @@ def _resolve_paths(raw: dict[str, Any], base: Path) -> None:
     for node in nodes.values() if isinstance(nodes, dict) else ():
         if not isinstance(node, dict):
             continue
-        for section, keys in _PATH_FIELDS.items():
-            sub = node.get(section)
-            if isinstance(sub, dict):
-                for key in keys:
-                    value = sub.get(key)
-                    if isinstance(value, str) and not value.startswith(("/", "~")):
-                        sub[key] = str(base / value)
+        vms = node.get("vms")
+        guests = [v for v in vms.values() if isinstance(v, dict)] if isinstance(vms, dict) else []
+        for entry in [node, *guests]:  # a VM's ssh section (its guest) resolves like the node's
+            for section, keys in _PATH_FIELDS.items():
+                sub = entry.get(section)
+                if isinstance(sub, dict):
+                    for key in keys:
+                        value = sub.get(key)
+                        if isinstance(value, str) and not value.startswith(("/", "~")):
+                            sub[key] = str(base / value)
 
 
 def load_inventory(path: str | Path) -> Inventory:

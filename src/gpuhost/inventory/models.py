@@ -175,6 +175,79 @@ class ContainerSpec(_Model):
         return v
 
 
+def host_address(v: str) -> str:
+    """An IP address or a host name (what SSH connects to)."""
+    v = v.strip()
+    if not v:
+        raise ValueError("must not be empty")
+    try:
+        ipaddress.ip_address(v)
+    except ValueError:
+        if not all(part and part.replace("-", "").isalnum() for part in v.split(".")):
+            raise ValueError(f"'{v}' is neither an IP address nor a host name") from None
+    return v
+
+
+_PCI_ADDR = re.compile(r"^(?:[0-9a-f]{4}:)?[0-9a-f]{2}:[0-9a-f]{2}(?:\.[0-7])?$")
+_MAPPING = re.compile(r"^mapping=[a-z][a-z0-9_\-]*$", re.IGNORECASE)  # PVE's pve-configid format
+_EFIDISK = re.compile(r"^[a-z][a-z0-9\-_.]*[a-z0-9]:(\d+|[A-Za-z0-9][A-Za-z0-9_./-]*)(,[a-z\-]+=[A-Za-z0-9_.]+)*$")
+
+
+class VMSpec(_Model):
+    """A KVM guest on a node that gets GPUs by passthrough. The VM must exist; gpuhost owns only its GPU keys
+    (machine, bios/efidisk0 when asked, cpu model, the GPUs' hostpciN, the clique words of args)."""
+
+    gpus: Literal["all"] | list[str] = Field(
+        "all",
+        description="the node's NVIDIA GPUs to pass through: all, or PCI addresses (0000:41:00.0, 41:00), "
+        "or PVE resource mappings (mapping=gpu0)",
+    )
+    clique: Literal["numa", "single", "none"] = Field(
+        "numa",
+        description="GPUDirect P2P cliques (x-nv-gpudirect-clique): numa = one clique per NUMA node / root "
+        "complex, single = every GPU in clique 0, none = no clique (P2P stays off in the guest)",
+    )
+    bios: Literal["keep", "ovmf"] = Field(
+        "keep", description="keep the VM's firmware, or switch it to OVMF (UEFI; needs an efidisk0)"
+    )
+    efidisk_storage: StorageId | None = Field(
+        None, description="storage for the efidisk0 that OVMF needs when the VM has none (e.g. local-lvm)"
+    )
+    memory: int | None = Field(None, ge=16, description="MiB; unset: leave the VM's")
+    cores: int | None = Field(None, ge=1, le=8192, description="unset: leave the VM's")
+    numa: bool | None = Field(None, description="PVE's numa flag; unset: leave the VM's")
+    address: str | None = Field(
+        None, description="the guest's SSH address (IP or host name), for the in-guest steps (driver, P2P check)"
+    )
+    ssh: SSHConfig = Field(
+        default_factory=lambda: SSHConfig.model_validate({}), description="how gpuhost logs in to the guest"
+    )
+    boot_timeout: float = Field(
+        300.0, gt=0, description="seconds to wait for the guest's SSH after the VM starts or restarts"
+    )
+
+    @field_validator("gpus")
+    @classmethod
+    def _gpus(cls, v: str | list[str]) -> str | list[str]:
+        if isinstance(v, list):
+            if not v:
+                raise ValueError("list at least one GPU, or write all")
+            for item in v:
+                if not (_PCI_ADDR.match(item.lower()) or _MAPPING.match(item)):
+                    raise ValueError(
+                        f"'{item}' is neither a PCI address ([dddd:]bb:dd[.f], e.g. 0000:41:00.0) "
+                        "nor a resource mapping (mapping=<id>)"
+                    )
+            if len(set(v)) != len(v):
+                raise ValueError("a GPU is listed twice")
+        return v
+
+    @field_validator("address")
+    @classmethod
+    def _addr(cls, v: str | None) -> str | None:
+        return None if v is None else host_address(v)
+
+
 class NodeSpec(_Model):
     """A Proxmox VE node (or any Linux host gpuhost manages)."""
 
@@ -194,6 +267,7 @@ class NodeSpec(_Model):
         default=(), description="filled in by gpuhost: the groups that list this node (write membership under groups:)"
     )
     containers: dict[int, ContainerSpec] = Field(default_factory=dict, description="the node's LXC guests by id")
+    vms: dict[int, VMSpec] = Field(default_factory=dict, description="KVM guests that get GPUs by passthrough")
     #: the operator's standing consent for this node (the command-line flags give it per run);
     #: never taken from playbook, role or -e variables
     allow_reboot: bool = Field(default=False, description="gpuhost may reboot this node without --allow-reboot")
@@ -204,15 +278,7 @@ class NodeSpec(_Model):
     @field_validator("address")
     @classmethod
     def _address(cls, v: str) -> str:
-        v = v.strip()
-        if not v:
-            raise ValueError("must not be empty")
-        try:
-            ipaddress.ip_address(v)
-        except ValueError:
-            if not all(part and part.replace("-", "").isalnum() for part in v.split(".")):
-                raise ValueError(f"'{v}' is neither an IP address nor a host name") from None
-        return v
+        return host_address(v)
 
     @model_validator(mode="after")
     def _api_needs_api(self) -> NodeSpec:
@@ -220,7 +286,21 @@ class NodeSpec(_Model):
             raise ValueError("connection: api needs an 'api' section (url, token_id, token_secret_env/_file)")
         return self
 
-    @field_validator("containers")
+    @model_validator(mode="after")
+    def _vms_need_root(self) -> NodeSpec:
+        if self.vms and self.connection == "api":
+            raise ValueError(
+                "vms: VM passthrough needs root over SSH, and connection is api (a token only): PVE lets only "
+                "root@pam set 'args' ('only root can set 'args' config') and raw hostpciN ('only root can set "
+                "'hostpci0' config for non-mapped devices'); an API token is never root@pam, even root@pam!name. "
+                "Fix: give gpuhost SSH as root to this node"
+            )
+        both = sorted(set(self.vms) & set(self.containers))
+        if both:
+            raise ValueError(f"guest id {both[0]} is both a container and a VM")
+        return self
+
+    @field_validator("containers", "vms")
     @classmethod
     def _guest_ids(cls, v: dict[int, Any]) -> dict[int, Any]:
         for gid in v:

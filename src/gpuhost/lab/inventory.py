@@ -7,7 +7,7 @@ import io
 from ruamel.yaml import YAML
 
 from gpuhost.inventory.models import APIConfig, GroupSpec, InventoryFile, NodeSpec, SSHConfig
-from gpuhost.lab.gpu.inventory import containers, lab_vars, node_vars
+from gpuhost.lab.gpu.inventory import containers, lab_vars, node_vars, vms
 from gpuhost.lab.layout import LabLayout
 from gpuhost.lab.spec import LabSpec
 from gpuhost.lab.spec import NodeSpec as LabNode
@@ -17,15 +17,17 @@ HEADER = "# written by `gpuhost lab up` — do not edit\n"
 
 def _node(layout: LabLayout, spec: LabSpec, node: LabNode) -> NodeSpec:
     guests = containers(node)
+    ssh = SSHConfig(
+        user="root",
+        port=22,
+        key_file=layout.client_key.name,
+        known_hosts_file=layout.known_hosts.name,
+        host_key_policy="strict",
+    )
+    gpu_vms = vms(node, ssh)
     return NodeSpec(
         address=node.address,
-        ssh=SSHConfig(
-            user="root",
-            port=22,
-            key_file=layout.client_key.name,
-            known_hosts_file=layout.known_hosts.name,
-            host_key_policy="strict",
-        ),
+        ssh=ssh,
         api=APIConfig(
             url=f"https://{node.address}:8006",
             token_id=spec.token_id,
@@ -41,6 +43,7 @@ def _node(layout: LabLayout, spec: LabSpec, node: LabNode) -> NodeSpec:
             **node_vars(node),
         },
         **({"containers": guests} if guests else {}),
+        **({"vms": gpu_vms} if gpu_vms else {}),
     )
 
 
@@ -48,8 +51,8 @@ def inventory_model(layout: LabLayout, spec: LabSpec) -> InventoryFile:
     """The lab's inventory; paths are relative to the inventory file's directory (the lab state directory)."""
     return InventoryFile(
         vars=lab_vars(layout.root),
-        nodes={node.name: _node(layout, spec, node) for node in spec.nodes},
-        groups={"lab": GroupSpec(nodes=[n.name for n in spec.nodes], vars={})},
+        nodes={node.name: _node(layout, spec, node) for node in spec.pve_nodes()},
+        groups={"lab": GroupSpec(nodes=[n.name for n in spec.pve_nodes()], vars={})},
     )
 
 

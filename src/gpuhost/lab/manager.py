@@ -71,6 +71,9 @@ def up(
     ``tie_to_caller``: the supervisor dies with the calling process (for test fixtures)."""
     require_root()
     _require_tools()
+    from gpuhost.lab.guest_seed import with_guests
+
+    nodes = with_guests(nodes)  # each seeded GPU VM's guest (booted by the VM's start)
     layout = LabLayout(state_path(state_dir))
     _check_addresses(nodes)
     owner = _claim_state_dir(layout)

@@ -129,6 +129,8 @@ class NodeProcess:
         self.proc = None
 
     def ready(self) -> bool:
+        if self.spec.guest_of:  # a VM's guest: SSH only, no PVE API
+            return _ssh_banner(self.spec.address)
         return _ssh_banner(self.spec.address) and _port_open(self.spec.address, API_PORT)
 
 

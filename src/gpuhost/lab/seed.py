@@ -77,13 +77,17 @@ def seed_node(
             "baseline_units": _host_enabled_units(),
         },
     )
+    if spec.guest_of:  # a VM's guest: a Debian machine, no PVE of its own
+        state.extra["guest_of"] = spec.guest_of
+        state.extra["vmid"] = spec.vmid
     _identity(up, spec)
     _clean_root_home(up, secrets.client_public_key)
     _ssh_server(up, spec, secrets)
     _boot_files(up, state)
     _modules(up)
-    _pve_tree(up, spec, state, secrets)
-    _node_code(up)
+    if not spec.guest_of:
+        _pve_tree(up, spec, state, secrets)
+    _node_code(up, guest=bool(spec.guest_of))
     _no_package_sources(up)
     _write(up, paths.NODE_STATE, state.to_json())
     for seed_dir in seed_dirs:
@@ -246,9 +250,15 @@ def install_node_library(target: Path) -> None:
     )
 
 
-def _node_code(up: Path) -> None:
+#: what only a PVE node has (a VM's guest gets the rest: reboot, systemctl, update-grub, update-initramfs)
+PVE_ONLY_SHIMS = {"qm", "pct", "pvesh", "pveversion", "proxmox-boot-tool"}
+
+
+def _node_code(up: Path, guest: bool = False) -> None:
     (up / paths.PYTHONPATH.lstrip("/")).mkdir(parents=True, exist_ok=True)  # mount point of the library
     for command, (path, module) in SHIMS.items():
+        if guest and command in PVE_ONLY_SHIMS:
+            continue
         _write(
             up,
             path,

@@ -30,6 +30,9 @@ class NodeSpec:
     gpus: int = 0  # simulated NVIDIA GPUs (gpuhost.lab.gpu)
     gpu_model: str = ""  # "" = gpuhost.lab.gpu.catalog.DEFAULT_MODEL
     numa: int = 1  # NUMA nodes (sockets) the GPUs are spread over
+    gpu_vm: int = 0  # a VM seeded with every GPU as the seeds had it (i440fx, bare hostpci ids); 0: none
+    guest_of: str = ""  # a VM's guest: the node whose VM this is ("" for a PVE node)
+    vmid: int = 0  # the guest's VM id on guest_of
 
 
 @dataclass
@@ -52,6 +55,15 @@ class LabSpec:
             token_id=data["token_id"],
             seed_dirs=list(data.get("seed_dirs", [])),
         )
+
+    def pve_nodes(self) -> list[NodeSpec]:
+        return [n for n in self.nodes if not n.guest_of]
+
+    def guest(self, host: str, vmid: int) -> NodeSpec | None:
+        for node in self.nodes:
+            if node.guest_of == host and node.vmid == vmid:
+                return node
+        return None
 
     def node(self, name: str) -> NodeSpec:
         for node in self.nodes:

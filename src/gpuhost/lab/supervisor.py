@@ -37,10 +37,12 @@ class Supervisor:
     # ---- lifecycle ------------------------------------------------------------------------
 
     def boot_all(self) -> None:
-        for node in self.nodes.values():
+        """Boot the PVE nodes; a VM's guest boots when its VM starts (:meth:`start_guest`)."""
+        pve = {name: n for name, n in self.nodes.items() if not n.spec.guest_of}
+        for node in pve.values():
             node.start()
         deadline = time.monotonic() + READY_TIMEOUT_S
-        waiting = set(self.nodes)
+        waiting = set(pve)
         while waiting:
             for name in sorted(waiting):
                 node = self.nodes[name]
@@ -62,15 +64,41 @@ class Supervisor:
 
     def reboot(self, name: str) -> None:
         node = self.nodes[name]
+        for guest in self._guests_of(name):  # a node's reboot ends its VMs
+            guest.stop()
         node.stop()
         node.start()
+
+    def _guests_of(self, name: str) -> list[NodeProcess]:
+        return [n for n in self.nodes.values() if n.spec.guest_of == name]
+
+    def start_guest(self, host: str, request: str) -> str:
+        """``qm start`` on ``host``: boot the VM's guest with the hardware its kvm command line gives it."""
+        from gpuhost.lab.guest_boot import parse_request, prepare
+
+        vmid, argv = parse_request(request.split(" ", 1))
+        spec = self.spec.guest(host, vmid)
+        if spec is None:
+            return "ok no-guest"  # a VM the lab has no simulated guest for: only its kvm process runs
+        guest = self.nodes[spec.name]
+        guest.stop()
+        prepare(self.layout.node(host).upper, guest.layout.upper, vmid, argv)
+        guest.start()
+        return "ok"
+
+    def stop_guest(self, host: str, request: str) -> str:
+        spec = self.spec.guest(host, int(request.split()[0]))
+        if spec is not None:
+            self.nodes[spec.name].stop()
+        return "ok"
 
     # ---- control sockets ------------------------------------------------------------------
 
     def listen(self) -> None:
         self._listen(self.layout.control_socket, None)
-        for name in self.nodes:
-            self._listen(self.layout.node(name).ctl / "supervisor.sock", name)
+        for name, n in self.nodes.items():
+            if not n.spec.guest_of:
+                self._listen(self.layout.node(name).ctl / "supervisor.sock", name)
 
     def _listen(self, path: Path, node: str | None) -> None:
         if path.exists() or path.is_socket():
@@ -118,10 +146,14 @@ class Supervisor:
         if not words:
             return "error: empty command"
         verb, args = words[0], words[1:]
-        if node is not None:  # a node's own socket: it may only reboot itself
+        if node is not None:  # a node's own socket: it may reboot itself and start or stop its VMs' guests
             if verb == "reboot":
                 self.pending_reboots[node] = time.monotonic() + REBOOT_DELAY_S
                 return "ok"
+            if verb == "vm-start" and args:
+                return self.start_guest(node, line.split(" ", 1)[1])
+            if verb == "vm-stop" and args:
+                return self.stop_guest(node, line.split(" ", 1)[1])
             return f"error: unknown command {verb!r}"
         if verb == "status":
             return json.dumps(self.status())
@@ -140,6 +172,7 @@ class Supervisor:
                 {
                     "name": n.spec.name,
                     "address": n.spec.address,
+                    **({"guest_of": n.spec.guest_of, "vmid": n.spec.vmid} if n.spec.guest_of else {}),
                     "boot": n.spec.boot,
                     "cpu": n.spec.cpu,
                     "pve": n.spec.pve,

@@ -17,6 +17,8 @@ from gpuhost.operations.nvidia import NvidiaDriver
 from gpuhost.operations.reboot import Reboot, RebootIfNeeded
 from gpuhost.operations.systemd import Systemd
 from gpuhost.operations.verify import Verify
+from gpuhost.operations.vm import InVm, VmCommandLineProof, VmConfig, VmPendingApplied, VmRunning
+from gpuhost.operations.vm_p2p import VmP2P
 
 
 def build_table(classes: Iterable[type[Operation[Any]]]) -> dict[str, type[Operation[Any]]]:
@@ -37,6 +39,7 @@ OPERATIONS = build_table(
         Command,
         Copy,
         InCt,
+        InVm,
         KernelCmdline,
         Line,
         LxcContainer,
@@ -50,6 +53,11 @@ OPERATIONS = build_table(
         Systemd,
         Template,
         Verify,
+        VmCommandLineProof,
+        VmConfig,
+        VmP2P,
+        VmPendingApplied,
+        VmRunning,
     ]
 )
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from gpuhost.connection.base import Connection
 from gpuhost.core.facts import Fact
 from gpuhost.errors import ConnectionFailed
-from gpuhost.inventory.models import NodeSpec
+from gpuhost.inventory.models import NodeSpec, VMSpec
 from gpuhost.secrets import read_secret
 
 if TYPE_CHECKING:
@@ -51,6 +51,52 @@ def open_connection(node: NodeSpec) -> Connection:
             connect_timeout=s.connect_timeout,
         ),
     )
+
+
+def open_vm_connection(name: str, vm: VMSpec) -> Connection:
+    """SSH into a VM guest at its inventory address (host keys checked as for nodes)."""
+    from gpuhost.connection.ssh import SSHConnection, SSHSettings
+
+    assert vm.address is not None
+    s = vm.ssh
+    wait_for_ssh(name, vm.address, s.port, vm.boot_timeout)
+    password = read_secret(f"{name}: ssh password", env=s.password_env, file=s.password_file)
+    return SSHConnection(
+        name,
+        SSHSettings(
+            address=vm.address,
+            user=s.user,
+            port=s.port,
+            key_file=s.key_file,
+            password=password,
+            known_hosts_file=s.known_hosts_file,
+            host_key_policy=s.host_key_policy,
+            connect_timeout=s.connect_timeout,
+        ),
+    )
+
+
+def wait_for_ssh(name: str, address: str, port: int, timeout: float) -> None:
+    """A VM that has just started needs a while to boot: wait until its SSH server greets."""
+    import socket
+    import time
+
+    deadline = time.monotonic() + timeout
+    last = ""
+    while True:
+        try:
+            with socket.create_connection((address, port), timeout=2) as sock:
+                sock.settimeout(5)
+                if sock.recv(4) == b"SSH-":
+                    return
+                last = "no SSH banner"
+        except OSError as exc:
+            last = str(exc)
+        if time.monotonic() > deadline:
+            raise ConnectionFailed(
+                name, f"{address}:{port}: the guest's SSH did not answer in {timeout:.0f} s ({last})"
+            )
+        time.sleep(0.25)
 
 
 def token_route(node: NodeSpec) -> TokenRoute | None:

@@ -99,21 +99,43 @@ class RunnerHost:
 
     def guest(self, guest: Guest) -> RunnerHost:
         if guest not in self._guests:
-            if guest.kind != "lxc":
-                raise FactError(f"{self.name}: {guest} cannot be reached yet (only LXC guests are)")
-            from gpuhost.connection.pct import PctConnection
+            if guest.kind == "vm":
+                ctx = self._vm_guest(guest)
+            else:
+                from gpuhost.connection.pct import PctConnection
 
-            ctx = RunnerHost(
-                self.node,
-                self.vars,
-                self.templates,
-                check=self.check,
-                connect=lambda _n: PctConnection(self.conn, guest.id),
-                name=f"{self.name}/ct{guest.id}",
-                parent=self,
-            )
+                ctx = RunnerHost(
+                    self.node,
+                    self.vars,
+                    self.templates,
+                    check=self.check,
+                    connect=lambda _n: PctConnection(self.conn, guest.id),
+                    name=f"{self.name}/ct{guest.id}",
+                    parent=self,
+                )
             self._guests[guest] = ctx
         return self._guests[guest]
+
+    def _vm_guest(self, guest: Guest) -> RunnerHost:
+        """A VM is its own machine: reached over SSH at the address its inventory entry gives."""
+        spec = self.node.vms.get(guest.id)
+        if spec is None or spec.address is None:
+            raise FactError(
+                f"{self.name}: {guest} has no guest address in the inventory (nodes.{self.node.name}.vms."
+                f"{guest.id}.address): gpuhost reaches a VM's inside over SSH"
+            )
+        from gpuhost.runner.connect import open_vm_connection
+
+        name = f"{self.name}/vm{guest.id}"
+        return RunnerHost(
+            self.node,
+            self.vars,
+            self.templates,
+            check=self.check,
+            connect=lambda _n: open_vm_connection(name, spec),
+            name=name,
+            parent=self,
+        )
 
     def render_template(self, name: str, extra: Mapping[str, Any] | None = None) -> str:
         return self.templates.render_file(name, {**self.template_vars(), **(extra or {})})

@@ -101,6 +101,9 @@ def _layers(play: Play, inventory: Inventory, host: str, extra: Layer) -> list[L
         layers.append(
             Layer({"containers": containers}, {"containers": Origin(path, doc, ("nodes", host, "containers"))})
         )
+    if spec.vms:
+        vms = {vmid: v.model_dump() for vmid, v in spec.vms.items()}
+        layers.append(Layer({"vms": vms}, {"vms": Origin(path, doc, ("nodes", host, "vms"))}))
     layers += [ref.vars for ref in play.roles]
     return [*layers, play.vars, extra]
 

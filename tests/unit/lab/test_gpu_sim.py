@@ -126,6 +126,7 @@ def test_apt_repository_has_real_debs_and_an_index(tmp_path: Path) -> None:
     assert names == [
         "dkms",
         "proxmox-headers-6.8.12-4-pve",
+        "linux-headers-6.8.12-4-pve",  # what a VM's Debian guest installs for the same kernel
         "proxmox-headers-6.8",
         "proxmox-default-headers",
         "pve-headers",

@@ -135,8 +135,13 @@ def action_data(action: Action) -> dict[str, Any]:
             out["digest"] = action.digest
         return out
     if isinstance(action, EditGuestConfig):
-        return {"edit": action.path, "guest": str(action.guest), "lock": action.lock, "digest": action.digest,
-                "backup_dir": action.backup_dir}
+        return {
+            "edit": action.path,
+            "guest": str(action.guest),
+            "lock": action.lock,
+            "digest": action.digest,
+            "backup_dir": action.backup_dir,
+        }
     if isinstance(action, RestartGuest):
         return {"restart": str(action.guest), **action_data(action.call)}
     if isinstance(action, InGuest):

@@ -80,6 +80,18 @@ def packages_for(pve: int) -> list[Deb]:
             },
             symlinks={f"/lib/modules/{kernel}/build": src},
         ),
+        Deb(  # what a Debian guest installs for its kernel (a VM's guest in the lab runs the same kernel)
+            f"linux-headers-{kernel}",
+            upstream,
+            f"Linux kernel headers for {kernel}",
+            section="devel",
+            files={
+                f"{src}/Makefile": f"# Linux {kernel} kernel headers (gpuhost lab)\nVERSION = {series}\n",
+                f"{src}/.config": "CONFIG_MODULES=y\nCONFIG_VFIO=m\nCONFIG_VFIO_PCI=m\n",
+                f"{src}/include/generated/utsrelease.h": f'#define UTS_RELEASE "{kernel}"\n',
+            },
+            symlinks={f"/lib/modules/{kernel}/build": src},
+        ),
         Deb(
             f"proxmox-headers-{series}",
             upstream,

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gpuhost.inventory.models import ContainerSpec
+from gpuhost.inventory.models import ContainerSpec, SSHConfig, VMSpec
 from gpuhost.lab.pypi.index import index_url
 from gpuhost.lab.sglang.model import NODE_DIR as MODEL_DIR
 from gpuhost.lab.spec import NodeSpec
@@ -53,3 +53,12 @@ def containers(node: NodeSpec) -> dict[int, ContainerSpec]:
     return {
         CONTAINER_ID: ContainerSpec(hostname="llm", gpus="all", memory=65536, cores=16, swap=0, rootfs=f"{storage}:8")
     }
+
+
+def vms(node: NodeSpec, ssh: SSHConfig) -> dict[int, VMSpec]:
+    """A node's seeded GPU VM, with the address its guest answers on once started."""
+    if not node.gpu_vm:
+        return {}
+    from gpuhost.lab.guest_seed import guest_address
+
+    return {node.gpu_vm: VMSpec(gpus="all", address=guest_address(node), ssh=ssh)}

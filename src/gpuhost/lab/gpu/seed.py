@@ -130,6 +130,9 @@ class GpuAssets:
         gpu_model = model(node.gpu_model or DEFAULT_MODEL)
         state.extra["gpu"] = topology.plan(node.name, node.cpu, node.gpus, gpu_model, node.numa)
         (upper / node_paths.NODE_STATE.lstrip("/")).write_text(state.to_json())
+        from gpuhost.lab.guest_seed import seed_gpu_vm
+
+        seed_gpu_vm(upper, state, node)
         apt_repo.install_into_node(self.repos[node.pve], upper)
         if self.memlock_preload is not None:
             target = host_path(upper, MEMLOCK_PRELOAD)

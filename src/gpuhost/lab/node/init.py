@@ -32,6 +32,9 @@ def main() -> int:
     from gpuhost.lab.node.hardware_boot import safe_boot
 
     safe_boot()  # firmware and kernel: cpuinfo, EFI, IOMMU, dmesg, modules, device-node units
+    from gpuhost.lab.node.state import load as load_state
+
+    guest = bool(load_state().extra.get("guest_of"))  # a VM's guest runs no PVE API
     services = [
         ["/usr/sbin/sshd", "-D", "-E", f"{LOG_DIR}/sshd.log"],
         [
@@ -42,6 +45,8 @@ def main() -> int:
             "from gpuhost.lab.node.pveproxy import main; sys.exit(main())",
         ],
     ]
+    if guest:
+        services = services[:1]
     started = {}
     for unit, argv in zip(("ssh.service", "pveproxy.service"), services, strict=False):
         with open(f"{LOG_DIR}/{os.path.basename(argv[0])}.out", "ab") as log:

@@ -231,6 +231,27 @@ def start(vmid: int, skiplock: bool = False) -> None:
             if time.monotonic() > deadline:
                 raise PveError("start failed: QEMU exited with code 1")
             time.sleep(0.01)
+        _tell_supervisor("vm-start", vmid, argv)
+
+
+def _tell_supervisor(verb: str, vmid: int, argv: list[str] | None = None) -> None:
+    """The lab's supervisor boots (or stops) the VM's simulated guest, if the lab has one for it."""
+    import json
+    import socket
+
+    from gpuhost.lab.node import paths
+
+    line = " ".join([verb, str(vmid), *([json.dumps(argv)] if argv is not None else [])]) + "\n"
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            sock.settimeout(10)
+            sock.connect(paths.SUPERVISOR_SOCKET)
+            sock.sendall(line.encode())
+            reply = sock.makefile("r").readline().strip()
+    except OSError:
+        return  # no supervisor (a node under test without one): the kvm process alone is the VM
+    if not reply.startswith("ok"):
+        raise PveError(f"VM {vmid}: the guest did not {verb.removeprefix('vm-')}: {reply}")
 
 
 def _check_devices_present(value: str) -> None:
@@ -272,6 +293,7 @@ def _terminate(pid: int, vmid: int) -> None:
         os.unlink(f"{RUN_DIR}/{vmid}.pid")
     except OSError:
         pass
+    _tell_supervisor("vm-stop", vmid)
 
 
 def list_vms() -> list[dict[str, object]]:

@@ -54,7 +54,19 @@ def p2p_status(a: Gpu, b: Gpu, cap: str) -> str:
     PCIe cards have no NVLink; atomics over PCIe are not supported between these boards."""
     if cap in ("n", "a"):
         return "NS"
+    if "vm_pcie" in a.extra:  # a VM's guest (see gpuhost.lab.guest_boot for the model)
+        return _vm_p2p_status(a, b)
     return "OK"
+
+
+def _vm_p2p_status(a: Gpu, b: Gpu) -> str:
+    """Inside a VM the emulated host bridge is in no chipset allow-list: CNS, unless the hypervisor
+    (visible: no kvm=off) grants both GPUs, on PCIe ports, the same GPUDirect clique."""
+    granted = all(g.extra.get("vm_pcie") and g.extra.get("vm_hypervisor_visible") for g in (a, b))
+    clique = a.extra.get("vm_clique")
+    if granted and clique is not None and clique == b.extra.get("vm_clique"):
+        return "OK"
+    return "CNS"
 
 
 def p2p(gpus: list[Gpu], cap: str, tty: bool = False) -> str:

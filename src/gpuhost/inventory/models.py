@@ -45,7 +45,14 @@ class SSHConfig(_Model):
     host_key_policy: Literal["strict", "accept-new"] = "strict"
     password_env: EnvName | None = None
     password_file: str | None = None
-    connect_timeout: float = Field(10.0, gt=0)
+    connect_timeout: float = Field(10.0, gt=0, description="seconds to reach and log in to the node")
+    command_timeout: float | None = Field(
+        600.0, gt=0, description="seconds a remote command may run when its operation sets no timeout"
+    )
+    keepalive: float = Field(15.0, gt=0, description="seconds of silence before the node is asked if it is alive")
+    keepalive_count: int = Field(
+        3, ge=1, le=100, description="unanswered keepalives after which the node is declared unreachable"
+    )
 
 
 class APIConfig(_Model):

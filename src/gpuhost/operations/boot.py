@@ -11,7 +11,7 @@ from gpuhost.core.operation import Args, Operation
 from gpuhost.core.plan import Plan, file_plan, nothing
 from gpuhost.errors import OperationFailed
 from gpuhost.facts import files as file_facts
-from gpuhost.facts.boot import GRUB_DEFAULT, GRUB_DROPIN_DIR, KERNEL_CMDLINE, REFRESH_RECORD, refresh_record
+from gpuhost.facts.boot import GRUB_DEFAULT, GRUB_DROPIN_DIR, KERNEL_CMDLINE, REFRESH_RECORD, STATE_DIR, refresh_record
 from gpuhost.facts.cmdline import (
     edit_grub_default,
     edit_tokens,
@@ -135,5 +135,6 @@ class BootRefresh(Operation[BootRefreshArgs]):
             return nothing(f"the boot loader boots what {boot.cmdline_file} says ({boot.describe()})")
         actions: list[RunCommand | WriteFile] = [RunCommand(boot.refresh_command)]
         if boot.loader == "systemd-boot" and facts.kernel_cmdline_sha:
+            actions.append(RunCommand(f"mkdir -p {STATE_DIR}"))
             actions.append(WriteFile(REFRESH_RECORD, refresh_record(facts.kernel_cmdline_sha), 0o644, backup=False))
         return Plan(reason=f"{boot.refresh_command}: {why} ({boot.describe()})", actions=list(actions))

@@ -7,7 +7,7 @@ import json
 from typing import TYPE_CHECKING
 
 from gpuhost.checks.host import diagnose_cmdline
-from gpuhost.core.actions import RebootHost, WriteFile
+from gpuhost.core.actions import RebootHost, RunCommand, WriteFile
 from gpuhost.core.operation import Args, Operation
 from gpuhost.core.plan import Plan, nothing
 from gpuhost.errors import OperationFailed
@@ -86,4 +86,11 @@ class RebootIfNeeded(Operation[RebootIfNeededArgs]):
                 f"/proc/cmdline or the loaded module. {why}"
             )
         record = json.dumps({"reason": reason, "booted": booted}) + "\n"
-        return Plan(reason=reason, actions=[WriteFile(LAST_REBOOT, record, 0o644, backup=False), RebootHost(reason)])
+        return Plan(
+            reason=reason,
+            actions=[
+                RunCommand(f"mkdir -p {STATE_DIR}"),
+                WriteFile(LAST_REBOOT, record, 0o644, backup=False),
+                RebootHost(reason),
+            ],
+        )

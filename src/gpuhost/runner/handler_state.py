@@ -42,5 +42,6 @@ class PendingHandlers:
         names = sorted(set(self._others) | (notified & self.mine))
         if names == self._saved:
             return
+        self.ctx.conn.run(["mkdir", "-p", STATE_DIR])
         self.ctx.conn.write_file(PENDING_FILE, json.dumps(names) + "\n", mode=0o644, backup=False)
         self._saved = names

@@ -64,7 +64,7 @@ def test_systemd_boot_refreshes_until_the_record_matches_the_file(record):
     f = facts(kernel_cmdline_sha=SHA, refreshed_sha=record)
     plan = BootRefresh(BootRefreshArgs()).plan(Ctx(f))
     assert plan.actions[0] == RunCommand("proxmox-boot-tool refresh")
-    assert plan.actions[1] == WriteFile(REFRESH_RECORD, f"{SHA}  /etc/kernel/cmdline\n", 0o644, backup=False)
+    assert plan.actions[2] == WriteFile(REFRESH_RECORD, f"{SHA}  /etc/kernel/cmdline\n", 0o644, backup=False)
     assert not BootRefresh(BootRefreshArgs()).plan(Ctx(facts(kernel_cmdline_sha=SHA, refreshed_sha=SHA))).changes
 
 
@@ -85,7 +85,7 @@ def test_reboot_records_why_then_refuses_the_same_reboot_again():
     op = RebootIfNeeded(RebootIfNeededArgs(cmdline=["iommu=pt"]))
     plan = op.plan(Ctx(f))
     assert isinstance(plan.actions[-1], RebootHost)
-    record = plan.actions[0]
+    record = plan.actions[1]
     assert isinstance(record, WriteFile) and record.path == LAST_REBOOT
     assert json.loads(record.content) == {"reason": "booted without iommu=pt", "booted": "boot=zfs"}
     with pytest.raises(OperationFailed, match="refusing a second reboot for the same reason"):

@@ -72,7 +72,10 @@ def wait_quiet(lab) -> None:
     while time.monotonic() < deadline:
         try:
             # [x]yz: the pattern does not match the shell that runs pgrep
-            busy = lab.run("pve1", "pgrep -f '[g]puhost-|[p]ct push|[N]VIDIA-Linux|[p]roxmox-boot-tool|[a]pt-get'")
+            busy = lab.run(
+                "pve1",
+                "pgrep -f '[g]puhost-write|[g]puhost-download|[g]puhost-stat|[p]ct push|[N]VIDIA-Linux|[p]roxmox-boot-tool|[a]pt-get'",
+            )
             if busy.rc == 1:
                 return
         except Exception:  # noqa: BLE001 - rebooting

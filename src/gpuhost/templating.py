@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +14,33 @@ from gpuhost.errors import SecretError, TemplateError
 from gpuhost.resources import builtin_templates_dir
 from gpuhost.secrets import read_secret
 
+_SECRETS_READ = threading.local()
+
+
+@contextmanager
+def track_secrets() -> Iterator[list[str]]:
+    """Inside the block, every ``secret_env``/``secret_file`` a render calls (in this thread) is listed in the
+    yielded list, so the caller knows its output holds a secret."""
+    outer = getattr(_SECRETS_READ, "names", None)
+    names: list[str] = []
+    _SECRETS_READ.names = names
+    try:
+        yield names
+    finally:
+        _SECRETS_READ.names = outer
+        if outer is not None:
+            outer.extend(names)
+
+
+def _note(name: str) -> None:
+    names = getattr(_SECRETS_READ, "names", None)
+    if names is not None:
+        names.append(name)
+
 
 def _secret_env(name: str) -> str:
     """``{{ secret_env('PVE_TOKEN') }}``: a secret from the environment, masked in all output."""
+    _note(f"secret_env('{name}')")
     try:
         return read_secret(f"secret_env('{name}')", env=name) or ""
     except SecretError as exc:
@@ -23,6 +49,7 @@ def _secret_env(name: str) -> str:
 
 def _secret_file(path: str) -> str:
     """``{{ secret_file('/root/token') }}``: a secret from a 0600 file, masked in all output."""
+    _note(f"secret_file('{path}')")
     try:
         return read_secret(f"secret_file('{path}')", file=path) or ""
     except SecretError as exc:
@@ -50,13 +77,14 @@ class Templates:
         try:
             return self.env.get_template(name).render(**variables)
         except jinja2.TemplateNotFound:
-            raise TemplateError(
-                f"template '{name}' not found (looked in: {', '.join(self.env.loader.searchpath)})"
-            ) from None  # type: ignore[union-attr]
+            raise TemplateError(f"template '{name}' not found (looked in: {self._search()})") from None
         except jinja2.UndefinedError as exc:
             raise TemplateError(f"template '{name}': {exc.message}") from None
         except jinja2.TemplateSyntaxError as exc:
             raise TemplateError(f"template '{exc.name or name}' line {exc.lineno}: {exc.message}") from None
+
+    def _search(self) -> str:
+        return ", ".join(getattr(self.env.loader, "searchpath", []))
 
     def check_file(self, name: str, available: set[str]) -> None:
         """Compile template ``name`` and make sure every variable it uses is among ``available``."""
@@ -66,9 +94,7 @@ class Templates:
             source, _, _ = self.env.loader.get_source(self.env, name)  # type: ignore[union-attr]
             parsed = self.env.parse(source)
         except jinja2.TemplateNotFound:
-            raise TemplateError(
-                f"template '{name}' not found (looked in: {', '.join(self.env.loader.searchpath)})"
-            ) from None  # type: ignore[union-attr]
+            raise TemplateError(f"template '{name}' not found (looked in: {self._search()})") from None
         except jinja2.TemplateSyntaxError as exc:
             raise TemplateError(f"template '{exc.name or name}' line {exc.lineno}: {exc.message}") from None
         missing = sorted(meta.find_undeclared_variables(parsed) - available - set(self.env.globals))

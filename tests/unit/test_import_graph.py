@@ -36,7 +36,8 @@ ALLOWED: dict[str, set[str]] = {
     "facts": {"core"},
     "connection": {"core"},
     "checks": {"facts", "core"},
-    "operations": {"checks", "facts", "core"},
+    # vm_p2p judges the guest's P2P status with the P2P judge (a client of the check model)
+    "operations": {"checks", "facts", "core", "app"},
     "roles": {"operations", "checks", "facts", "core"},
     "playbook": {"roles", "operations", "checks", "facts", "core"},
     "runner": {"playbook", "roles", "operations", "checks", "facts", "connection", "core"},

@@ -21,6 +21,49 @@ BootLoader = Literal["grub", "grub-pbt", "systemd-boot"]
 GRUB_DEFAULT = "/etc/default/grub"
 GRUB_DROPIN_DIR = "/etc/default/grub.d"
 KERNEL_CMDLINE = "/etc/kernel/cmdline"
+GRUB_CFG = "/boot/grub/grub.cfg"
+#: gpuhost's record on the node of the last boot-loader refresh it ran on systemd-boot: the sha256 of
+#: /etc/kernel/cmdline as refreshed onto the ESPs (proxmox-boot-tool keeps them unmounted, so the loader
+#: entries it wrote cannot be read without mounting them).
+STATE_DIR = "/var/lib/gpuhost"
+REFRESH_RECORD = f"{STATE_DIR}/boot-refreshed"
+
+#: tokens grub-mkconfig puts on every ``linux`` line itself
+_GRUB_OWN = re.compile(r"^(root=.*|ro|rw)$")
+
+
+def grub_cfg_tokens(text: str) -> tuple[str, ...] | None:
+    """The arguments of the first ``linux`` line of grub.cfg (what GRUB boots by default), kernel path dropped."""
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0] in ("linux", "linuxefi"):
+            return tuple(parts[2:])
+    return None
+
+
+def grub_stale(effective: tuple[str, ...], booted_by_loader: tuple[str, ...] | None) -> str | None:
+    """Why grub.cfg does not boot what the GRUB defaults say (None: it does)."""
+    if booted_by_loader is None:
+        return f"{GRUB_CFG} has no linux line"
+    have = set(booted_by_loader)
+    missing = [t for t in effective if t not in have]
+    extra = [t for t in booted_by_loader if t not in set(effective) and not _GRUB_OWN.match(t)]
+    words = []
+    if missing:
+        words.append(f"lacks {' '.join(missing)}")
+    if extra:
+        words.append(f"still has {' '.join(extra)}")
+    return f"{GRUB_CFG} {' and '.join(words)}" if words else None
+
+
+def refresh_record(sha256: str) -> str:
+    return f"{sha256}  {KERNEL_CMDLINE}\n"
+
+
+def parse_sha256(text: str) -> str | None:
+    word = text.split()[0] if text.split() else ""
+    return word if re.fullmatch(r"[0-9a-f]{64}", word) else None
+
 
 _ESP_LINE = re.compile(r"^(?P<uuid>[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}) is configured with: (?P<kinds>.*)$")
 

@@ -7,7 +7,18 @@ from dataclasses import dataclass, field
 
 from gpuhost.core.facts import Fact
 from gpuhost.facts.batch import ProbeOutput, parse_sections, sections_command
-from gpuhost.facts.boot import GRUB_DEFAULT, GRUB_DROPIN_DIR, KERNEL_CMDLINE, BootInfo, parse_boot_tool_status
+from gpuhost.facts.boot import (
+    GRUB_CFG,
+    GRUB_DEFAULT,
+    GRUB_DROPIN_DIR,
+    KERNEL_CMDLINE,
+    REFRESH_RECORD,
+    BootInfo,
+    grub_cfg_tokens,
+    grub_stale,
+    parse_boot_tool_status,
+    parse_sha256,
+)
 from gpuhost.facts.cmdline import parse_kernel_cmdline_file
 from gpuhost.facts.hardware import (
     IommuState,
@@ -37,6 +48,9 @@ HOST_PROBES = {
     "efi": "test -d /sys/firmware/efi",
     "grub_effective": f"test -f {GRUB_DEFAULT} && bash -c '{_GRUB_EFFECTIVE}'",
     "kernel_cmdline": f"cat {KERNEL_CMDLINE}",
+    "kernel_cmdline_sha": f"sha256sum {KERNEL_CMDLINE}",
+    "grub_cfg": f"grep -E '^[[:space:]]*linux(efi)?[[:space:]]' {GRUB_CFG}",
+    "boot_record": f"cat {REFRESH_RECORD}",
     "proc_cmdline": "cat /proc/cmdline",
     "dmesg": "dmesg | grep -E 'iommu: Default domain|AMD-Vi|DMAR'",
     "iommu_groups": "find /sys/kernel/iommu_groups -mindepth 3 -maxdepth 3",
@@ -71,6 +85,9 @@ class HostFacts:
     nvidia_devices: tuple[str, ...]
     persistenced: str = ""  # systemctl is-active nvidia-persistenced
     device_numbers: dict[str, tuple[int, int]] = field(default_factory=dict)  # node -> (major, minor), by stat
+    grub_cfg_tokens: tuple[str, ...] | None = None  # the first linux line of grub.cfg: what GRUB boots
+    kernel_cmdline_sha: str | None = None  # sha256 of /etc/kernel/cmdline now
+    refreshed_sha: str | None = None  # sha256 of /etc/kernel/cmdline at gpuhost's last refresh
 
     @property
     def configured_tokens(self) -> tuple[str, ...] | None:
@@ -78,6 +95,29 @@ class HostFacts:
         if self.boot.loader == "systemd-boot":
             return self.kernel_cmdline_tokens
         return self.grub_effective_tokens
+
+    @property
+    def loader_tokens(self) -> tuple[str, ...] | None:
+        """The command line the boot loader really boots next, as it stands now (None: not known to match)."""
+        if self.boot.loader == "systemd-boot":
+            fresh = self.kernel_cmdline_sha is not None and self.kernel_cmdline_sha == self.refreshed_sha
+            return self.kernel_cmdline_tokens if fresh else None
+        return self.grub_cfg_tokens
+
+    @property
+    def refresh_needed(self) -> str | None:
+        """Why the boot loader would not boot what its source file says (None: it would)."""
+        if self.boot.loader == "systemd-boot":
+            if self.kernel_cmdline_sha is None:
+                return None
+            if self.refreshed_sha is None:
+                return f"no record of a proxmox-boot-tool refresh of {KERNEL_CMDLINE} as it is now"
+            if self.refreshed_sha != self.kernel_cmdline_sha:
+                return f"{KERNEL_CMDLINE} changed since the last proxmox-boot-tool refresh"
+            return None
+        if self.grub_effective_tokens is None:
+            return None
+        return grub_stale(self.grub_effective_tokens, self.grub_cfg_tokens)
 
 
 def host_facts_from(s: Mapping[str, ProbeOutput]) -> HostFacts:
@@ -108,6 +148,9 @@ def host_facts_from(s: Mapping[str, ProbeOutput]) -> HostFacts:
         nvidia_devices=tuple(out("dev_nvidia").split()),
         persistenced=(s["persistenced"].output.strip() if "persistenced" in s else ""),
         device_numbers=parse_device_numbers(out("dev_numbers")),
+        grub_cfg_tokens=grub_cfg_tokens(out("grub_cfg")) if "grub_cfg" in s and s["grub_cfg"].ok else None,
+        kernel_cmdline_sha=parse_sha256(out("kernel_cmdline_sha")),
+        refreshed_sha=parse_sha256(out("boot_record")),
     )
 
 

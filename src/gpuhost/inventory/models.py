@@ -51,6 +51,15 @@ class SSHConfig(_Model):
     password_env: EnvName | None = Field(default=None, description="environment variable holding the SSH password")
     password_file: str | None = Field(default=None, description="file (mode 0600) holding the SSH password")
     connect_timeout: float = Field(default=10.0, gt=0, description="seconds to wait for the SSH connection")
+    command_timeout: float | None = Field(
+        default=600.0, gt=0, description="seconds a remote command may run when its operation sets no timeout"
+    )
+    keepalive: float = Field(
+        default=15.0, gt=0, description="seconds of silence before the node is asked if it is alive"
+    )
+    keepalive_count: int = Field(
+        default=3, ge=1, le=100, description="unanswered keepalives after which the node is declared unreachable"
+    )
 
 
 class APIConfig(_Model):

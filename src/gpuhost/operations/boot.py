@@ -6,12 +6,12 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field, field_validator
 
-from gpuhost.core.actions import RunCommand
+from gpuhost.core.actions import RunCommand, WriteFile
 from gpuhost.core.operation import Args, Operation
-from gpuhost.core.plan import Plan, file_plan
+from gpuhost.core.plan import Plan, file_plan, nothing
 from gpuhost.errors import OperationFailed
 from gpuhost.facts import files as file_facts
-from gpuhost.facts.boot import GRUB_DEFAULT, GRUB_DROPIN_DIR, KERNEL_CMDLINE
+from gpuhost.facts.boot import GRUB_DEFAULT, GRUB_DROPIN_DIR, KERNEL_CMDLINE, REFRESH_RECORD, STATE_DIR, refresh_record
 from gpuhost.facts.cmdline import (
     edit_grub_default,
     edit_tokens,
@@ -125,11 +125,23 @@ class BootRefreshArgs(Args):
 
 
 class BootRefresh(Operation[BootRefreshArgs]):
-    """Regenerate the boot loader's configuration: ``update-grub`` or ``proxmox-boot-tool refresh``."""
+    """Regenerate the boot loader's configuration (``update-grub`` or ``proxmox-boot-tool refresh``) when
+    what it boots differs from its source file: the ``linux`` line of grub.cfg against the GRUB defaults;
+    on systemd-boot, gpuhost's record of the ``/etc/kernel/cmdline`` it last refreshed onto the ESPs.
+    Decided from the node every time, so a run killed before the refresh, or a file edited by hand,
+    is refreshed by the next run."""
 
     kind = "boot_refresh"
     Args = BootRefreshArgs
 
     def plan(self, host: HostContext) -> Plan:
-        boot = host.fact(host_facts).boot
-        return Plan(reason=f"{boot.refresh_command} ({boot.describe()})", actions=[RunCommand(boot.refresh_command)])
+        facts = host.fact(host_facts)
+        boot = facts.boot
+        why = facts.refresh_needed
+        if why is None:
+            return nothing(f"the boot loader boots what {boot.cmdline_file} says ({boot.describe()})")
+        actions: list[RunCommand | WriteFile] = [RunCommand(boot.refresh_command)]
+        if boot.loader == "systemd-boot" and facts.kernel_cmdline_sha:
+            actions.append(RunCommand(f"mkdir -p {STATE_DIR}"))
+            actions.append(WriteFile(REFRESH_RECORD, refresh_record(facts.kernel_cmdline_sha), 0o644, backup=False))
+        return Plan(reason=f"{boot.refresh_command}: {why} ({boot.describe()})", actions=list(actions))

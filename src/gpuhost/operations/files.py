@@ -10,6 +10,15 @@ from gpuhost.core.actions import WriteFile
 from gpuhost.core.operation import Args, Operation
 from gpuhost.core.plan import Plan, file_plan
 from gpuhost.facts import files as file_facts
+from gpuhost.templating import track_secrets
+
+#: modes that say "only root may read this": such a file's text is never shown in a diff
+_PRIVATE = (0o600, 0o400)
+
+
+def _secret_mode(mode: int | None) -> bool:
+    return mode is not None and mode in _PRIVATE
+
 
 if TYPE_CHECKING:
     from gpuhost.core.context import HostContext
@@ -74,7 +83,8 @@ class Copy(Operation[CopyArgs]):
         a = self.args
         mode = parse_mode(a.mode)
         before = host.fact(file_facts.content, a.dest)
-        return _with_mode(host, a.dest, file_plan(a.dest, before, a.content, mode), mode)
+        plan = file_plan(a.dest, before, a.content, mode, secret=_secret_mode(mode))
+        return _with_mode(host, a.dest, plan, mode)
 
 
 class TemplateArgs(_FileArgs):
@@ -91,7 +101,9 @@ class Template(Operation[TemplateArgs]):
     def plan(self, host: HostContext) -> Plan:
         a = self.args
         mode = parse_mode(a.mode)
-        wanted = host.render_template(a.src, a.vars)
+        with track_secrets() as secrets:
+            wanted = host.render_template(a.src, a.vars)
         before = host.fact(file_facts.content, a.dest)
-        plan = file_plan(a.dest, before, wanted, mode, reason_same=f"{a.dest} matches {a.src}")
+        secret = bool(secrets) or _secret_mode(mode)
+        plan = file_plan(a.dest, before, wanted, mode, reason_same=f"{a.dest} matches {a.src}", secret=secret)
         return _with_mode(host, a.dest, plan, mode)

@@ -3,15 +3,18 @@ consent (the runner decides that, never the operation)."""
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 from pydantic import Field
 
 from gpuhost.checks.host import diagnose_cmdline
-from gpuhost.core.actions import RebootHost
+from gpuhost.core.actions import RebootHost, RunCommand, WriteFile
 from gpuhost.core.operation import Args, Operation
 from gpuhost.core.plan import Plan, nothing
 from gpuhost.errors import OperationFailed
+from gpuhost.facts import files as file_facts
+from gpuhost.facts.boot import STATE_DIR
 from gpuhost.facts.cmdline import missing_tokens
 from gpuhost.facts.host import host_facts
 
@@ -34,6 +37,18 @@ class Reboot(Operation[RebootArgs]):
         return Plan(reason=f"reboot: {self.args.reason}", actions=[RebootHost(self.args.reason, self.args.timeout)])
 
 
+#: the last reboot gpuhost asked for on this node: its reason and the command line booted before it
+LAST_REBOOT = f"{STATE_DIR}/last-reboot.json"
+
+
+def _last_reboot(text: str | None) -> tuple[str, str] | None:
+    try:
+        data = json.loads(text or "")
+        return str(data["reason"]), str(data["booted"])
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
 class RebootIfNeededArgs(Args):
     cmdline: list[str] = Field(
         default=[], description="tokens the booted command line must show; reboot when configured but not booted"
@@ -54,12 +69,34 @@ class RebootIfNeeded(Operation[RebootIfNeededArgs]):
         reasons = []
         missing = missing_tokens(facts.booted_tokens, self.args.cmdline)
         if missing:
-            if not host.check and missing_tokens(facts.configured_tokens or (), missing):
-                raise OperationFailed("a reboot would not help: " + diagnose_cmdline(facts, missing))
+            if not host.check:
+                if facts.refresh_needed is not None:
+                    raise OperationFailed(
+                        f"a reboot would not help: the boot loader was not refreshed ({facts.refresh_needed}); "
+                        f"run {facts.boot.refresh_command} (gpuhost provision host does) before rebooting"
+                    )
+                if missing_tokens(facts.loader_tokens or (), missing):
+                    raise OperationFailed("a reboot would not help: " + diagnose_cmdline(facts, missing))
             reasons.append(f"booted without {' '.join(missing)}")
         want = self.args.nvidia_driver
         if want and facts.nvidia is not None and facts.nvidia.version != want and facts.nvidia_installed == want:
             reasons.append(f"NVIDIA module {facts.nvidia.version} loaded, {want} installed")
         if not reasons:
             return nothing("the running kernel matches its configuration")
-        return Plan(reason="; ".join(reasons), actions=[RebootHost("; ".join(reasons))])
+        reason = "; ".join(reasons)
+        booted = " ".join(facts.booted_tokens)
+        if not host.check and _last_reboot(host.fact(file_facts.content, LAST_REBOOT)) == (reason, booted):
+            why = diagnose_cmdline(facts, missing) if missing else "the module on disk did not load"
+            raise OperationFailed(
+                f"refusing a second reboot for the same reason ({reason}): the last one did not change "
+                f"/proc/cmdline or the loaded module. {why}"
+            )
+        record = json.dumps({"reason": reason, "booted": booted}) + "\n"
+        return Plan(
+            reason=reason,
+            actions=[
+                RunCommand(f"mkdir -p {STATE_DIR}"),
+                WriteFile(LAST_REBOOT, record, 0o644, backup=False),
+                RebootHost(reason),
+            ],
+        )

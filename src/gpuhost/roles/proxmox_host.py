@@ -163,9 +163,11 @@ class ProxmoxHost(Role[ProxmoxHostVars]):
             task(
                 "IOMMU on the kernel command line",
                 KernelCmdline(KernelCmdlineArgs(present=tokens, grub_dropin=v.grub_dropin)),
-                notify=(REFRESH,),
                 tags=("cmdline",),
-            )
+            ),
+            # a task, not a handler: it decides from what the boot loader boots, so it also repairs a run
+            # killed before the refresh and a file edited by hand
+            task(REFRESH, BootRefresh(BootRefreshArgs()), tags=("cmdline",)),
         ]
         if v.gpu_path == "vm":
             ids = v.vfio_ids or sorted({f"{g.vendor}:{g.device}" for g in facts.gpus})
@@ -220,6 +222,5 @@ class ProxmoxHost(Role[ProxmoxHostVars]):
 
     def handlers(self, v: ProxmoxHostVars) -> list[Task]:
         return [
-            task(REFRESH, BootRefresh(BootRefreshArgs())),
             task(INITRAMFS, Command(CommandArgs(cmd="update-initramfs -u -k all"))),
         ]

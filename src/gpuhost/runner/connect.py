@@ -49,6 +49,9 @@ def open_connection(node: NodeSpec) -> Connection:
             known_hosts_file=s.known_hosts_file,
             host_key_policy=s.host_key_policy,
             connect_timeout=s.connect_timeout,
+            keepalive=s.keepalive,
+            keepalive_count=s.keepalive_count,
+            command_timeout=s.command_timeout,
         ),
     )
 

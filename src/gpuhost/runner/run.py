@@ -24,6 +24,7 @@ from gpuhost.playbook.variables import Layer, Origin
 from gpuhost.runner.apply import apply_plan
 from gpuhost.runner.connect import open_connection
 from gpuhost.runner.context import RunnerHost
+from gpuhost.runner.handler_state import PendingHandlers
 from gpuhost.runner.prefetch import prefetch
 from gpuhost.runner.prepare import HostPlay, PreparedPlay, prepare
 from gpuhost.runner.results import HostSummary, RunReport, Status, TaskResult
@@ -78,6 +79,9 @@ class _HostRun:
         self.ctx, self.play, self.summary, self.opts, self.emit = ctx, play, summary, opts, emit
         self.allow_reboot, self.allow_restart = consent
         self.waited = False  # the last task's plan had a staged change waiting for a restart
+        self.refused = False
+        self.pending = PendingHandlers(ctx, set())
+        self.kept: set[str] = set()  # handlers refused for want of consent: still pending on the node
 
     def _decide(self, plan_actions: list[Any]) -> tuple[Status, str] | None:
         """A consent the operator did not give turns the task into 'skipped', recorded for the recap."""
@@ -106,6 +110,7 @@ class _HostRun:
             if plan.waiting:  # staged, applies at the guest's next start: the recap says it must restart
                 ctx.restarts_needed.update(plan.waiting)
             refused = self._decide(plan.actions) if plan.changes else None
+            self.refused = refused is not None
             if not plan.changes:
                 status = "ok"
             elif refused is not None:
@@ -143,12 +148,14 @@ class _HostRun:
         return result
 
     def run(self, tasks: list[Task], handlers: list[Task]) -> bool:
-        """Run tasks, then notified handlers once each; False when the host failed."""
+        """Run tasks, then notified handlers once each; False when the host failed. Notified handlers are
+        recorded on the node until they ran, and those an earlier run left pending are notified again."""
         try:
             prefetch(self.ctx, [t for t in tasks if t.is_flush or _selected(t, self.opts)])
         except GpuhostError:
             pass  # reading ahead is an optimisation: the task that needs the fact reports the problem
-        notified: set[str] = set()
+        self.pending = PendingHandlers(self.ctx, {h.name for h in handlers})
+        notified = self.pending.load()
         for task in tasks:
             if task.is_flush:
                 if not self.flush(handlers, notified):
@@ -159,16 +166,23 @@ class _HostRun:
             result = self.task(task)
             if result.status == "failed":
                 return False
-            if result.status == "changed" or (result.status == "ok" and self.waited):
+            if task.notify and (result.status == "changed" or (result.status == "ok" and self.waited)):
                 notified.update(task.notify)  # a staged change waits for the handler (a restart) too
+                self.pending.save(notified | self.kept)
         return self.flush(handlers, notified)
 
     def flush(self, handlers: list[Task], notified: set[str]) -> bool:
-        """Run each notified handler once, in the order they are defined."""
+        """Run each notified handler once, in the order they are defined. One that failed, or was refused
+        for want of the operator's consent, stays recorded on the node for the next run."""
         for handler in handlers:
             if handler.name in notified:
                 notified.discard(handler.name)
-                if self.task(handler, handler=True).status == "failed":
+                self.refused = False
+                result = self.task(handler, handler=True)
+                if result.status == "failed" or self.refused:
+                    self.kept.add(handler.name)
+                self.pending.save(notified | self.kept)
+                if result.status == "failed":
                     return False
         return True
 
@@ -230,7 +244,10 @@ def execute(
                 return False
             return runner.run(tasks, handlers)
         except Exception as exc:  # noqa: BLE001 - the recap and --json always print
-            runner.emit(TaskResult(name, prepared.play.name, "run", "runner", "failed", "", 0.0, error=_internal(exc)))
+            lost = isinstance(exc, ConnectionFailed)
+            summary.unreachable = summary.unreachable or lost
+            error = str(exc) if isinstance(exc, GpuhostError) else _internal(exc)
+            runner.emit(TaskResult(name, prepared.play.name, "run", "runner", "failed", "", 0.0, error=error))
             summary.count("failed")
             return False
         finally:

@@ -1,0 +1,47 @@
+"""Handlers notified but not yet run, recorded on the node itself (``/var/lib/gpuhost/handlers-pending.json``),
+so that a run killed between a change and its handler runs that handler on the next attempt.
+
+Only the runner writes it, never in check mode. Targets reached with ``connection: local`` (the machine
+gpuhost runs on) keep the list in memory only: several inventory names may be that one machine.
+"""
+
+from __future__ import annotations
+
+import json
+
+from gpuhost.facts.boot import STATE_DIR
+from gpuhost.runner.context import RunnerHost
+
+PENDING_FILE = f"{STATE_DIR}/handlers-pending.json"
+
+
+class PendingHandlers:
+    def __init__(self, ctx: RunnerHost, handler_names: set[str]) -> None:
+        self.ctx = ctx
+        self.mine = handler_names
+        self.enabled = not ctx.check and ctx.node.connection != "local"
+        self._others: list[str] = []
+        self._saved: list[str] = []
+
+    def load(self) -> set[str]:
+        """The names of this play's handlers left pending by an earlier run."""
+        if not self.enabled:
+            return set()
+        text = self.ctx.conn.read_file(PENDING_FILE)
+        try:
+            names = [str(n) for n in json.loads(text or "[]")]
+        except (ValueError, TypeError):
+            names = []  # a damaged record: the operations decide from the node anyway
+        self._saved = sorted(set(names))
+        self._others = [n for n in self._saved if n not in self.mine]
+        return {n for n in names if n in self.mine}
+
+    def save(self, notified: set[str]) -> None:
+        if not self.enabled:
+            return
+        names = sorted(set(self._others) | (notified & self.mine))
+        if names == self._saved:
+            return
+        self.ctx.conn.run(["mkdir", "-p", STATE_DIR])
+        self.ctx.conn.write_file(PENDING_FILE, json.dumps(names) + "\n", mode=0o644, backup=False)
+        self._saved = names

@@ -19,6 +19,7 @@ def _register() -> None:
     from gpuhost.cli import (
         bench,  # noqa: F401
         doctor,  # noqa: F401
+        inventory_cmd,  # noqa: F401
         lab,  # noqa: F401
         playbook_commands,  # noqa: F401
         provision,  # noqa: F401

@@ -42,6 +42,10 @@ class RunOptions:
     #: where each extra variable came from (``-e`` number, ``--ctid``) for error messages
     extra_origins: dict[str, Origin] = field(default_factory=dict)
     on_result: Callable[[TaskResult], None] | None = None
+    #: called once with the selected hosts after the run was checked, before any host is contacted
+    on_start: Callable[[list[str]], None] | None = None
+    #: tasks before the first one of this name are not run (``--start-at-task``)
+    start_at_task: str | None = None
     connect: Callable[[NodeSpec], Connection] = open_connection
 
     def extra_layer(self) -> Layer:
@@ -76,6 +80,8 @@ class _HostRun:
     ) -> None:
         self.ctx, self.play, self.summary, self.opts, self.emit = ctx, play, summary, opts, emit
         self.allow_reboot, self.allow_restart = consent
+        #: one flag per host, shared by its plays: whether ``--start-at-task`` has been reached
+        self.reached: list[bool] = [opts.start_at_task is None]
 
     def _decide(self, plan_actions: list[Any]) -> tuple[Status, str] | None:
         """A consent the operator did not give turns the task into 'skipped', recorded for the recap."""
@@ -144,6 +150,10 @@ class _HostRun:
                 if not self.flush(handlers, notified):
                     return False
                 continue
+            if not self.reached[0]:
+                if task.name != self.opts.start_at_task:
+                    continue
+                self.reached[0] = True
             if not _selected(task, self.opts):
                 continue
             result = self.task(task)
@@ -178,6 +188,12 @@ def run_playbook(playbook: Playbook, inventory: Inventory, opts: RunOptions | No
     opts = opts or RunOptions()
     templates = Templates([playbook.directory / "templates", playbook.directory.parent / "templates"])
     plays = prepare(playbook, inventory, limit=opts.limit, extra=opts.extra_layer(), templates=templates)
+    if opts.start_at_task is not None:
+        from gpuhost.runner.start_at import check_start_at_task
+
+        check_start_at_task(playbook, opts.start_at_task)
+    if opts.on_start is not None:
+        opts.on_start(list(dict.fromkeys(h for p in plays for h in p.hosts)))
     return execute(playbook, inventory, plays, opts, templates)
 
 
@@ -186,6 +202,7 @@ def execute(
 ) -> RunReport:
     report = RunReport(playbook=str(playbook.path), check=opts.check)
     contexts: dict[str, RunnerHost] = {}
+    reached: dict[str, list[bool]] = {}
     dead: set[str] = set()
     start = time.monotonic()
     lock = threading.Lock()
@@ -208,6 +225,7 @@ def execute(
             ctx.vars = hp.vars
         consent = (opts.allow_reboot or node.allow_reboot, opts.allow_restart or node.allow_restart)
         runner = _HostRun(ctx, prepared.play.name, summary, opts, consent, emit)
+        runner.reached = reached.setdefault(name, runner.reached)
         try:
             try:
                 tasks, handlers = _expand(hp, ctx)

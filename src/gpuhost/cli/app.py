@@ -23,6 +23,7 @@ def _register() -> None:
         lab,  # noqa: F401
         playbook_commands,  # noqa: F401
         provision,  # noqa: F401
+        shell,  # noqa: F401
         verify,  # noqa: F401
     )
     # --- end sub-commands ---

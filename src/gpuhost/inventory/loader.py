@@ -109,17 +109,45 @@ class Inventory:
 
 
 def _resolve_paths(raw: dict[str, Any], base: Path) -> None:
+    def fix(sub: Any, keys: Iterable[str]) -> None:
+        if isinstance(sub, dict):
+            for key in keys:
+                value = sub.get(key)
+                if isinstance(value, str) and not value.startswith(("/", "~")) and value != "none":
+                    sub[key] = str(base / value)
+
     nodes = raw.get("nodes")
     for node in nodes.values() if isinstance(nodes, dict) else ():
         if not isinstance(node, dict):
             continue
         for section, keys in _PATH_FIELDS.items():
-            sub = node.get(section)
-            if isinstance(sub, dict):
-                for key in keys:
-                    value = sub.get(key)
-                    if isinstance(value, str) and not value.startswith(("/", "~")):
-                        sub[key] = str(base / value)
+            fix(node.get(section), keys)
+        ssh = node.get("ssh")
+        if isinstance(ssh, dict):
+            fix(ssh, ("config_file",))
+            fix(ssh.get("jump"), ("key_file", "known_hosts_file"))
+    groups = raw.get("groups")
+    for group in groups.values() if isinstance(groups, dict) else ():
+        ssh = group.get("ssh_defaults") if isinstance(group, dict) else None
+        fix(ssh, (*_PATH_FIELDS["ssh"], "config_file"))
+        if isinstance(ssh, dict):
+            fix(ssh.get("jump"), ("key_file", "known_hosts_file"))
+
+
+def _with_group_ssh(spec: NodeSpec, groups: Iterable[tuple[str, GroupSpec]]) -> NodeSpec:
+    """Fields a node's ``ssh`` leaves unwritten come from its groups' ``ssh_defaults`` (first group wins)."""
+    own = set(spec.ssh.model_fields_set)
+    update: dict[str, Any] = {}
+    for _, group in groups:
+        if group.ssh_defaults is None or spec.name not in group.nodes:
+            continue
+        for key in group.ssh_defaults.model_fields_set - own - set(update):
+            update[key] = getattr(group.ssh_defaults, key)
+    if not update:
+        return spec
+    ssh = spec.ssh.model_copy(update=update)
+    object.__setattr__(ssh, "__pydantic_fields_set__", own | set(update))
+    return spec.model_copy(update={"ssh": ssh})
 
 
 def load_inventory(path: str | Path) -> Inventory:
@@ -145,7 +173,9 @@ def load_inventory(path: str | Path) -> Inventory:
                     field=f"groups.{gname}.nodes",
                 )
     nodes = {
-        name: spec.model_copy(update={"name": name, "groups": _groups_of(name, doc.groups.items())})
+        name: _with_group_ssh(
+            spec.model_copy(update={"name": name, "groups": _groups_of(name, doc.groups.items())}), doc.groups.items()
+        )
         for name, spec in doc.nodes.items()
     }
     return Inventory(path=path, nodes=nodes, groups=dict(doc.groups), vars=dict(doc.vars), document=data)

@@ -37,7 +37,21 @@ class _Model(BaseModel):
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")]
 
 
+class JumpHost(_Model):
+    """A bastion the node is reached through (OpenSSH's ``ProxyJump``); its host key is checked
+    against the node's ``known_hosts_file`` unless it names its own."""
+
+    address: str
+    user: str = "root"
+    port: int = Field(22, ge=1, le=65535)
+    key_file: str | None = None
+    known_hosts_file: str | None = None
+
+
 class SSHConfig(_Model):
+    """How to reach a node by SSH. A field not written here is taken from ``~/.ssh/config``
+    (``config_file``) for the node's address, then from the defaults below."""
+
     user: str = "root"
     port: int = Field(22, ge=1, le=65535)
     key_file: str | None = None
@@ -46,6 +60,12 @@ class SSHConfig(_Model):
     password_env: EnvName | None = None
     password_file: str | None = None
     connect_timeout: float = Field(10.0, gt=0)
+    #: OpenSSH client configuration read for HostName, User, Port, IdentityFile, ProxyJump, ProxyCommand
+    #: (``none``: read none)
+    config_file: str = "~/.ssh/config"
+    jump: JumpHost | None = None
+    #: keys offered by a running ssh-agent (``SSH_AUTH_SOCK``)
+    use_agent: bool = True
 
 
 class APIConfig(_Model):
@@ -214,6 +234,8 @@ class NodeSpec(_Model):
 class GroupSpec(_Model):
     nodes: list[str] = Field(default_factory=list)
     vars: dict[str, Any] = Field(default_factory=dict)
+    #: ``ssh`` fields for every node of the group that does not write them itself (e.g. a ``jump`` host)
+    ssh_defaults: SSHConfig | None = None
 
 
 class InventoryFile(_Model):

@@ -41,6 +41,8 @@ class RunFlags:
     list_tasks: bool = False
     list_tags: bool = False
     start_at_task: str | None = None
+    serial: int | None = None
+    reboot_serving: list[str] = field(default_factory=list)
 
 
 #: name → (type typer parses, typer.Option); the order is the order ``--help`` lists them in.
@@ -91,6 +93,14 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
     "start_at_task": (
         str | None,
         typer.Option(None, "--start-at-task", help="Skip the tasks before the first one of this name."),
+    ),
+    "serial": (
+        int | None,
+        typer.Option(None, "--serial", min=1, help="Hosts at a time, batch after batch (a rolling reboot: 1)."),
+    ),
+    "reboot_serving": (
+        list[str],
+        typer.Option([], "--reboot-serving", help="This node may reboot although it serves a model (repeat)."),
     ),
 }
 assert list(_OPTIONS) == [f.name for f in fields(RunFlags)]

@@ -112,6 +112,9 @@ def run_with_flags(playbook: Path, inventory: Path, flags: RunFlags, preset_vars
 
             log = stack.enter_context(RunLog(flags.log, check=flags.check))
         sinks = [s for s in (printer, events, log.task if log else None) if s is not None]
+        from gpuhost.cli.progress import ProgressLines
+
+        stack.enter_context(ProgressLines(log))
 
         def on_result(result: Any) -> None:
             for sink in sinks:
@@ -138,6 +141,8 @@ def run_with_flags(playbook: Path, inventory: Path, flags: RunFlags, preset_vars
             on_result=on_result,
             on_start=on_start,
             start_at_task=flags.start_at_task,
+            serial=flags.serial,
+            reboot_serving=frozenset(flags.reboot_serving),
         )
         report = run_playbook(book, inv, opts)
         report.version = __version__

@@ -42,6 +42,10 @@ def reboot(host: RunnerHost, action: RebootHost) -> None:
         raise OperationFailed(
             f"{host.name}: will not reboot through a {type(conn).__name__} (the machine gpuhost runs on, or a guest)"
         )
+    from gpuhost.runner.rolling import after_reboot, before_reboot
+
+    guard = before_reboot(host.conn, allow_serving=host.allow_reboot_serving)
     conn.reboot(action.timeout)
+    after_reboot(host.conn, guard)
     host.rebooted = True
     host.reboot_needed = None

@@ -21,6 +21,9 @@ T = TypeVar("T")
 class RunnerHost:
     """One host (a node, or a guest of one) during one run. Connects on first use."""
 
+    #: the operator named this node in ``--reboot-serving``: it may reboot while it serves a model
+    allow_reboot_serving: bool = False
+
     def __init__(
         self,
         node: NodeSpec,

@@ -26,6 +26,7 @@ from gpuhost.runner.connect import open_connection
 from gpuhost.runner.context import RunnerHost
 from gpuhost.runner.prepare import HostPlay, PreparedPlay, prepare
 from gpuhost.runner.results import HostSummary, RunReport, Status, TaskResult
+from gpuhost.runner.rolling import batches
 from gpuhost.templating import Templates
 
 
@@ -46,6 +47,10 @@ class RunOptions:
     on_start: Callable[[list[str]], None] | None = None
     #: tasks before the first one of this name are not run (``--start-at-task``)
     start_at_task: str | None = None
+    #: hosts at a time, batch after batch, for every play (``--serial``; overrides a play's ``serial``)
+    serial: int | None = None
+    #: nodes that may reboot although they serve a model (``--reboot-serving``)
+    reboot_serving: frozenset[str] = frozenset()
     connect: Callable[[NodeSpec], Connection] = open_connection
 
     def extra_layer(self) -> Layer:
@@ -223,6 +228,7 @@ def execute(
             contexts[name] = ctx
         else:
             ctx.vars = hp.vars
+        ctx.allow_reboot_serving = name in opts.reboot_serving
         consent = (opts.allow_reboot or node.allow_reboot, opts.allow_restart or node.allow_restart)
         runner = _HostRun(ctx, prepared.play.name, summary, opts, consent, emit)
         runner.reached = reached.setdefault(name, runner.reached)
@@ -252,10 +258,11 @@ def execute(
             hosts = [h for h in prepared.hosts if h not in dead]
             for name in hosts:
                 report.hosts.setdefault(name, HostSummary())
-            with ThreadPoolExecutor(max_workers=max(1, opts.forks)) as pool:
-                for name, ok in zip(hosts, pool.map(lambda h, p=prepared: one(p, h), hosts), strict=False):
-                    if not ok:
-                        dead.add(name)
+            for batch in batches(hosts, opts.serial or prepared.play.serial):
+                with ThreadPoolExecutor(max_workers=max(1, opts.forks)) as pool:
+                    for name, ok in zip(batch, pool.map(lambda h, p=prepared: one(p, h), batch), strict=False):
+                        if not ok:
+                            dead.add(name)
     finally:
         for ctx in contexts.values():
             ctx.close()

@@ -34,6 +34,9 @@ def main(argv: list[str] | None = None) -> None:
     _register()
     state.debug = False
     try:
+        from gpuhost.cli import config
+
+        config.apply()
         app(args=argv, standalone_mode=True)
     except Exception as exc:  # SystemExit (typer.Exit, usage errors) passes through
         from gpuhost.cli.failures import report

@@ -105,6 +105,25 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
 }
 assert list(_OPTIONS) == [f.name for f in fields(RunFlags)]
 
+#: what ``--help`` shows for a value (a flag shows none, see :func:`gpuhost.cli.root._quiet_flags`)
+_METAVARS = {
+    "limit": "PATTERN",
+    "tags": "TAG",
+    "skip_tags": "TAG",
+    "forks": "N",
+    "extra_vars": "KEY=VALUE|@FILE",
+    "log": "FILE",
+    "start_at_task": "NAME",
+    "serial": "N",
+    "reboot_serving": "NODE",
+}
+for _name, _metavar in _METAVARS.items():
+    _OPTIONS[_name][1].metavar = _metavar
+
+#: ``GPUHOST_*`` environment variables (and ``gpuhost.toml`` keys, see :mod:`gpuhost.cli.config`)
+_OPTIONS["forks"][1].envvar = "GPUHOST_FORKS"
+_OPTIONS["log"][1].envvar = "GPUHOST_LOG"
+
 FLAG_OPTIONS = tuple(_OPTIONS)
 
 

@@ -12,7 +12,9 @@ from gpuhost.errors import UsageError
 
 @app.command("inventory")
 def inventory_command(
-    inventory: Path = typer.Option(..., "-i", "--inventory", help="Inventory file (YAML)."),
+    inventory: Path = typer.Option(
+        ..., "-i", "--inventory", help="Inventory file (YAML).", envvar="GPUHOST_INVENTORY", metavar="FILE"
+    ),
     graph: bool = typer.Option(False, "--graph", help="Groups and their nodes as a tree (plain ASCII)."),
     limit: str | None = typer.Option(None, "--limit", "-l", help="Only these nodes (same patterns as run)."),
     as_json: bool = typer.Option(False, "--json", help="Nodes, groups and their addresses as JSON."),

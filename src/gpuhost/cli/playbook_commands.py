@@ -11,7 +11,9 @@ from gpuhost.cli.flags import RunFlags, run_flags
 from gpuhost.cli.root import app
 from gpuhost.errors import UsageError
 
-InventoryOpt = typer.Option(..., "-i", "--inventory", help="Inventory file (YAML).", exists=False)
+InventoryOpt = typer.Option(
+    ..., "-i", "--inventory", help="Inventory file (YAML).", exists=False, envvar="GPUHOST_INVENTORY", metavar="FILE"
+)
 VerboseOpt = typer.Option(False, "--verbose", "-v", help="Show each remote command and its timing.")
 
 
@@ -79,6 +81,13 @@ def run_with_flags(playbook: Path, inventory: Path, flags: RunFlags, preset_vars
 
     if flags.as_json and flags.json_events:
         raise UsageError("--json and --json-events both print on stdout: pick one")
+    if not (flags.as_json or flags.json_events):
+        import dataclasses
+
+        from gpuhost.cli.config import output_mode
+
+        mode = output_mode()
+        flags = dataclasses.replace(flags, as_json=mode == "json", json_events=mode == "json-events")
     if flags.verbose:
         from gpuhost.cli import verbose
 
@@ -228,7 +237,10 @@ def run_command(
     *,
     flags: RunFlags,
 ) -> None:
-    """Run a playbook against an inventory."""
+    """Run a playbook against an inventory.
+
+    Example: gpuhost run playbooks/example.yml -i inventory/site.yml --check --diff
+    """
     raise typer.Exit(run_with_flags(playbook, inventory, flags))
 
 
@@ -239,7 +251,10 @@ def facts_command(
     as_json: bool = typer.Option(False, "--json", help="Print JSON."),
     verbose: bool = VerboseOpt,
 ) -> None:
-    """Show what gpuhost knows about a node."""
+    """Show what gpuhost knows about a node.
+
+    Example: gpuhost facts pve1 -i inventory/site.yml
+    """
     from rich.text import Text
 
     from gpuhost.cli.output import console, print_json

@@ -15,9 +15,11 @@ from gpuhost.errors import UsageError
 def shell_command(
     hosts: str = typer.Argument(..., help="Nodes: a name, a group, all, globs, !exclusions, @FILE."),
     command: list[str] = typer.Argument(..., help="The command, after -- (run by the remote shell)."),
-    inventory: Path = typer.Option(..., "-i", "--inventory", help="Inventory file (YAML)."),
+    inventory: Path = typer.Option(
+        ..., "-i", "--inventory", help="Inventory file (YAML).", envvar="GPUHOST_INVENTORY", metavar="FILE"
+    ),
     ctid: int | None = typer.Option(None, "--ctid", help="Run inside this container on each node (pct exec)."),
-    forks: int = typer.Option(10, "--forks", "-f", min=1, help="Hosts worked on at once."),
+    forks: int = typer.Option(10, "--forks", "-f", min=1, help="Hosts worked on at once.", envvar="GPUHOST_FORKS"),
     timeout: float | None = typer.Option(None, "--timeout", min=0.1, help="Seconds before a command is stopped."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object with each host's result."),
     verbose: bool = typer.Option(False, "--verbose", "-v", help="Show each remote command and its timing."),

@@ -22,6 +22,18 @@ def _quiet_flags() -> None:
 
 _quiet_flags()
 
+
+def _plain_when_piped() -> None:
+    """Help and usage errors read by a log or CI (stdout not a terminal) come as plain text, without
+    rich's boxes; on a terminal they keep rich's layout."""
+    import sys
+
+    if not sys.stdout.isatty():
+        typer.core.HAS_RICH = False
+
+
+_plain_when_piped()
+
 app = typer.Typer(
     name="gpuhost",
     help="Turn a Proxmox VE host with NVIDIA GPUs into a verified LLM-serving machine.",

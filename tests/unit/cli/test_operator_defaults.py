@@ -72,7 +72,14 @@ def test_help_has_no_bool_noise_and_an_example(tmp_path):
         r = gpuhost(*cmd, "--help", cwd=tmp_path, env={"COLUMNS": "120"})
         assert r.returncode == 0, r.stderr
         assert "<bool>" not in r.stdout, cmd
+        assert not any("\u2500" <= c <= "\u257f" for c in r.stdout), "box drawing in piped help"
         assert "Example: gpuhost " + " ".join(cmd) in r.stdout, cmd
+
+
+def test_piped_usage_error_is_plain(tmp_path):
+    r = gpuhost("run", "x.yml", cwd=tmp_path)
+    assert r.returncode == 2 and "Missing option '-i' / '--inventory'" in r.stderr
+    assert not any("\u2500" <= c <= "\u257f" for c in r.stderr)
 
 
 def test_shell_completion_is_on(tmp_path):

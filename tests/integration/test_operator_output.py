@@ -82,6 +82,20 @@ def test_json_report_names_version_and_relative_playbook(node):  # noqa: F811
     assert report["gpuhost_version"] == __version__ and report["playbook"] == "playbooks/example.yml"
 
 
+def test_command_stdout_shown_with_v_and_kept_in_json(node, tmp_path):  # noqa: F811
+    host, inventory = node
+    book = tmp_path / "out.yml"
+    book.write_text("- hosts: all\n  tasks:\n    - name: say\n      command: {cmd: 'echo first; echo second'}\n")
+    r = gpuhost("run", str(book), "-i", str(inventory), "-v")
+    assert r.returncode == 0, r.stderr
+    assert "    | first\n    | second\n" in r.stdout
+    plain = gpuhost("run", str(book), "-i", str(inventory))
+    assert "| first" not in plain.stdout
+    report = json.loads(gpuhost("run", str(book), "-i", str(inventory), "--json").stdout)
+    jsonschema.validate(report, REPORT)
+    assert report["tasks"][0]["stdout"] == "first\nsecond\n"
+
+
 def test_log_file_keeps_commands_tasks_and_recap_redacted(node, tmp_path):  # noqa: F811
     host, inventory = node
     token = "pve-token-1b2c3d4e-5f60-4718-9a0b-c1d2e3f4a5b6"

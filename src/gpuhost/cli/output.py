@@ -97,9 +97,10 @@ def error(message: str) -> None:
 class LivePrinter:
     """Prints each task result as it arrives."""
 
-    def __init__(self, show_diff: bool, check: bool) -> None:
+    def __init__(self, show_diff: bool, check: bool, show_stdout: bool = False) -> None:
         self.show_diff = show_diff
         self.check = check
+        self.show_stdout = show_stdout
 
     def __call__(self, r: TaskResult) -> None:
         from rich.text import Text
@@ -114,6 +115,9 @@ class LivePrinter:
         if detail:
             line += Text(f" — {redact(detail)}", style="dim" if not r.error else "red")
         console.print(line)
+        if self.show_stdout and r.stdout:
+            for out in redact(r.stdout).splitlines():
+                console.print(Text("    | " + out, style="dim"))
         if self.show_diff and r.diff:
             for d in redact(r.diff).splitlines():
                 style = "green" if d.startswith("+") else "red" if d.startswith("-") else "dim"

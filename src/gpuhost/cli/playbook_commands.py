@@ -113,7 +113,7 @@ def run_with_flags(playbook: Path, inventory: Path, flags: RunFlags, preset_vars
 
         events = EventWriter(sys.stdout)
     elif not flags.as_json:
-        printer = LivePrinter(show_diff=flags.diff, check=flags.check)
+        printer = LivePrinter(show_diff=flags.diff, check=flags.check, show_stdout=flags.verbose)
     with contextlib.ExitStack() as stack:
         log: Any = None
         if flags.log is not None:

@@ -82,6 +82,8 @@ class RunLog:
         from gpuhost.cli.output import task_line
 
         self.line(task_line(result, self.check))
+        if result.stdout:
+            self.line("\n".join("    | " + o for o in result.stdout.splitlines()))
         if result.diff:
             self.line("\n".join("    " + d for d in result.diff.splitlines()))
 

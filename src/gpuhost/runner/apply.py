@@ -15,7 +15,8 @@ def apply(host: RunnerHost, action: Action) -> None:
             action.path, action.content, mode=action.mode, backup=action.backup, backup_dir=action.backup_dir
         )
     elif isinstance(action, RunCommand):
-        host.conn.run(action.command, ok_codes=action.ok_codes, timeout=action.timeout)
+        result = host.conn.run(action.command, ok_codes=action.ok_codes, timeout=action.timeout)
+        (host.parent or host).command_output.append(result.stdout)
     elif isinstance(action, RebootHost):
         reboot(host, action)
     elif isinstance(action, PveCall):

@@ -51,6 +51,8 @@ class RunnerHost:
         self.restarts_needed: set[Guest] = set()
         self.rebooted = False
         self.round_trips = 0
+        #: stdout of the commands the current task ran (kept in its result, shown with -v)
+        self.command_output: list[str] = []
 
     # -- the HostContext protocol -------------------------------------------------------------
     @property

@@ -41,6 +41,8 @@ class TaskResult:
     error: str | None = None
     handler: bool = False
     role: str | None = None
+    #: what the task's commands printed on stdout (a ``command`` task's output)
+    stdout: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -55,6 +57,7 @@ class TaskResult:
             "reason": redact(self.reason),
             "diff": redact(self.diff),
             "error": redact(self.error) if self.error else None,
+            "stdout": redact(self.stdout),
             "duration_s": round(self.duration, 4),
         }
 

@@ -107,6 +107,7 @@ class _HostRun:
         start = time.monotonic()
         status: Status = "ok"
         reason, diff, error = "", "", None
+        ctx.command_output = []
         try:
             plan = task.operation_for(ctx).plan(ctx)
             reason, diff = plan.reason, plan.diff
@@ -142,6 +143,7 @@ class _HostRun:
             error=error,
             handler=handler,
             role=task.role,
+            stdout="".join(ctx.command_output),
         )
         self.summary.count(result.status)
         self.emit(result)

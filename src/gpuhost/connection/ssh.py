@@ -60,6 +60,8 @@ class SSHSettings:
     proxy_command: str | None = None
     #: A bastion the connection is tunnelled through (OpenSSH's ProxyJump)
     jump: SSHSettings | None = None
+    #: Every command runs as root through ``sudo -n`` (the user needs passwordless sudo)
+    become: bool = False
 
 
 class _AcceptNewPolicy(paramiko.MissingHostKeyPolicy):
@@ -152,6 +154,20 @@ class SSHConnection(Connection):
             sock.close()
             raise ConnectionFailed(self.name, str(exc)) from None
         self._conn = conn
+        if s.become:
+            self._check_become()
+
+    def _check_become(self) -> None:
+        check = self._exec("true", None, self.settings.connect_timeout * 3)
+        if check.exit_code != 0:
+            said = (check.stderr or check.stdout).strip().splitlines()
+            self.close()
+            raise ConnectionFailed(
+                self.name,
+                f"become: {self.settings.user} cannot run commands as root with sudo -n "
+                f"({said[-1] if said else f'exit {check.exit_code}'}); give it passwordless sudo "
+                f"(/etc/sudoers.d: {self.settings.user} ALL=(root) NOPASSWD: ALL) or connect as root",
+            )
 
     def _open_socket(self) -> socket.socket | paramiko.Channel | paramiko.ProxyCommand:
         """The byte stream SSH runs over: a TCP socket (TCP_NODELAY), a ProxyCommand's pipes, or a
@@ -227,6 +243,11 @@ class SSHConnection(Connection):
         start = time.monotonic()
         transport = self._transport()
         s = self.settings
+        wire = command
+        if s.become:
+            import shlex
+
+            wire = "sudo -n -H -- sh -c " + shlex.quote(command)
         watch = Watchdog(transport, timeout, s.keepalive, s.keepalive_count)
         try:
             chan = transport.open_session(timeout=s.keepalive * s.keepalive_count)
@@ -248,7 +269,7 @@ class SSHConnection(Connection):
         failure: str | None = None
         code = -1
         try:
-            chan.exec_command(command)
+            chan.exec_command(wire)
             reader = threading.Thread(target=read_stderr, daemon=True)
             reader.start()
             for chunk in iter_chunks(stdin):

@@ -66,6 +66,8 @@ class SSHConfig(_Model):
     jump: JumpHost | None = None
     #: keys offered by a running ssh-agent (``SSH_AUTH_SOCK``)
     use_agent: bool = True
+    #: run every command as root through ``sudo -n`` (a non-root user with passwordless sudo)
+    become: bool = False
 
 
 class APIConfig(_Model):

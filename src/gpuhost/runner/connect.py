@@ -95,6 +95,7 @@ def ssh_settings(node: NodeSpec) -> SSHSettings:
         look_for_keys=not (key_file or found.identity_files or password),
         proxy_command=None if s.jump is not None else found.proxy_command,
         jump=jump,
+        become=s.become,
     )
 
 

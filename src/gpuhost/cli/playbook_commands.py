@@ -120,10 +120,10 @@ def run_with_flags(playbook: Path, inventory: Path, flags: RunFlags, preset_vars
             from gpuhost.cli.runlog import RunLog
 
             log = stack.enter_context(RunLog(flags.log, check=flags.check))
-        sinks = [s for s in (printer, events, log.task if log else None) if s is not None]
         from gpuhost.cli.progress import ProgressLines
 
-        stack.enter_context(ProgressLines(log))
+        progress = stack.enter_context(ProgressLines(log))
+        sinks = [progress_done(progress)] + [s for s in (printer, events, log.task if log else None) if s is not None]
 
         def on_result(result: Any) -> None:
             for sink in sinks:
@@ -167,6 +167,13 @@ def run_with_flags(playbook: Path, inventory: Path, flags: RunFlags, preset_vars
     else:
         print_recap(report)
     return report.exit_code
+
+
+def progress_done(progress: Any) -> Any:
+    def done(result: Any) -> None:
+        progress.done(result.host)
+
+    return done
 
 
 def retry_path(playbook: Path) -> Path:

@@ -14,6 +14,7 @@ with :class:`~gpuhost.errors.ConnectionFailed`.
 
 from __future__ import annotations
 
+import logging
 import socket
 import threading
 import time
@@ -30,6 +31,10 @@ from gpuhost.core.result import TIMEOUT_EXIT, CommandResult
 from gpuhost.errors import ConnectionFailed, HostKeyMismatch
 
 HostKeyPolicy = Literal["strict", "accept-new"]
+
+# paramiko's transport thread logs a closed socket ("Socket exception: Bad file descriptor") after a
+# refused connection; gpuhost reports the failure itself, so its records must not reach stderr.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 _CHUNK = 65536
 

@@ -108,7 +108,18 @@ class CommandFailed(GpuhostError):
         self.stderr_tail = redact(tail(stderr))
         self.host = host
         where = f"{host}: " if host else ""
-        msg = f"{where}command failed (exit {exit_code}): {self.command}"
+        lines = self.command.splitlines() or [""]
+        shown = lines[0][:200] + (f" … (+{len(lines) - 1} lines)" if len(lines) > 1 else "")
+        # the cause first: the last line the command wrote on stderr (else stdout), then the command
+        said = [
+            ln.strip()
+            for ln in (self.stderr_tail or self.stdout_tail).splitlines()
+            if ln.strip() and not ln.startswith("timed out after ")
+        ]
+        if said:
+            msg = f"{where}command failed (exit {exit_code}): {said[-1]}\n  command: {shown}"
+        else:
+            msg = f"{where}command failed (exit {exit_code}): {shown}"
         out = "\n".join(t for t in (self.stdout_tail, self.stderr_tail) if t)
         if out:
             msg += "\n" + "\n".join("  | " + line for line in out.splitlines())

@@ -21,6 +21,7 @@ from pathlib import Path
 _INNER = r"""
 set -eu
 name=$1 addr=$2 base=$3
+listen=$addr; case $addr in *:*) listen="[$addr]";; esac
 R=$base/root O=$base/ovl
 mkdir -p "$R" "$O"
 # upper layer on disk, so tests can inspect what the host wrote
@@ -42,7 +43,7 @@ install -m 600 "$base/client_key.pub" "$R/root/.ssh/authorized_keys"
 rm -f "$R"/etc/ssh/ssh_host_*
 install -m 600 "$base/host_key" "$R/etc/ssh/ssh_host_ed25519_key"
 cat > "$R/etc/ssh/sshd_config.d/test.conf" <<CFG
-ListenAddress $addr:22
+ListenAddress $listen:22
 HostKey /etc/ssh/ssh_host_ed25519_key
 PermitRootLogin prohibit-password
 PasswordAuthentication no

@@ -19,9 +19,11 @@ def _register() -> None:
     from gpuhost.cli import (
         bench,  # noqa: F401
         doctor,  # noqa: F401
+        inventory_cmd,  # noqa: F401
         lab,  # noqa: F401
         playbook_commands,  # noqa: F401
         provision,  # noqa: F401
+        shell,  # noqa: F401
         verify,  # noqa: F401
     )
     # --- end sub-commands ---
@@ -32,6 +34,9 @@ def main(argv: list[str] | None = None) -> None:
     _register()
     state.debug = False
     try:
+        from gpuhost.cli import config
+
+        config.apply()
         app(args=argv, standalone_mode=True)
     except Exception as exc:  # SystemExit (typer.Exit, usage errors) passes through
         from gpuhost.cli.failures import report

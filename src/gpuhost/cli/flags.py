@@ -14,6 +14,7 @@ import functools
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any, TypeVar
 
 import typer
@@ -34,13 +35,29 @@ class RunFlags:
     as_json: bool = False
     extra_vars: list[str] = field(default_factory=list)
     verbose: bool = False
+    json_events: bool = False
+    log: Path | None = None
+    list_hosts: bool = False
+    list_tasks: bool = False
+    list_tags: bool = False
+    start_at_task: str | None = None
+    serial: int | None = None
+    reboot_serving: list[str] = field(default_factory=list)
 
 
 #: name → (type typer parses, typer.Option); the order is the order ``--help`` lists them in.
 _OPTIONS: dict[str, tuple[Any, Any]] = {
     "check": (bool, typer.Option(False, "--check", help="Show what would change; change nothing.")),
     "diff": (bool, typer.Option(False, "--diff", help="Show file differences.")),
-    "limit": (str | None, typer.Option(None, "--limit", "-l", help="Only these nodes or groups (comma list).")),
+    "limit": (
+        str | None,
+        typer.Option(
+            None,
+            "--limit",
+            "-l",
+            help="Only these nodes or groups: comma list, globs (pve*), exclusions (!pve3), @FILE (a retry list).",
+        ),
+    ),
     "tags": (list[str], typer.Option([], "--tags", "-t", help="Only tasks with these tags.")),
     "skip_tags": (list[str], typer.Option([], "--skip-tags", help="Skip tasks with these tags.")),
     "forks": (int, typer.Option(10, "--forks", "-f", min=1, help="Hosts worked on at once.")),
@@ -52,11 +69,60 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
     "as_json": (bool, typer.Option(False, "--json", help="Print one JSON object (schema gpuhost.run/1).")),
     "extra_vars": (
         list[str],
-        typer.Option([], "-e", "--extra-vars", help="KEY=VALUE, overrides every other var (e.g. -e gpu_path=vm)."),
+        typer.Option(
+            [], "-e", "--extra-vars", help="KEY=VALUE or @vars.yml; overrides every other var (e.g. -e gpu_path=vm)."
+        ),
     ),
     "verbose": (bool, typer.Option(False, "--verbose", "-v", help="Show each remote command and its timing.")),
+    "json_events": (
+        bool,
+        typer.Option(
+            False, "--json-events", help="Print one JSON object per task as it ends (schema gpuhost.events/1)."
+        ),
+    ),
+    "log": (Path | None, typer.Option(None, "--log", help="Append the whole run, redacted, to this file.")),
+    "list_hosts": (
+        bool,
+        typer.Option(False, "--list-hosts", help="List the hosts each play would run on; run nothing."),
+    ),
+    "list_tasks": (
+        bool,
+        typer.Option(False, "--list-tasks", help="List each host's tasks (reads facts, changes nothing); run nothing."),
+    ),
+    "list_tags": (bool, typer.Option(False, "--list-tags", help="List the tags --tags can pick; run nothing.")),
+    "start_at_task": (
+        str | None,
+        typer.Option(None, "--start-at-task", help="Skip the tasks before the first one of this name."),
+    ),
+    "serial": (
+        int | None,
+        typer.Option(None, "--serial", min=1, help="Hosts at a time, batch after batch (a rolling reboot: 1)."),
+    ),
+    "reboot_serving": (
+        list[str],
+        typer.Option([], "--reboot-serving", help="This node may reboot although it serves a model (repeat)."),
+    ),
 }
 assert list(_OPTIONS) == [f.name for f in fields(RunFlags)]
+
+#: what ``--help`` shows for a value (a flag shows none, see :func:`gpuhost.cli.root._quiet_flags`)
+_METAVARS = {
+    "limit": "PATTERN",
+    "tags": "TAG",
+    "skip_tags": "TAG",
+    "forks": "N",
+    "extra_vars": "KEY=VALUE|@FILE",
+    "log": "FILE",
+    "start_at_task": "NAME",
+    "serial": "N",
+    "reboot_serving": "NODE",
+}
+for _name, _metavar in _METAVARS.items():
+    _OPTIONS[_name][1].metavar = _metavar
+
+#: ``GPUHOST_*`` environment variables (and ``gpuhost.toml`` keys, see :mod:`gpuhost.cli.config`)
+_OPTIONS["forks"][1].envvar = "GPUHOST_FORKS"
+_OPTIONS["log"][1].envvar = "GPUHOST_LOG"
 
 FLAG_OPTIONS = tuple(_OPTIONS)
 

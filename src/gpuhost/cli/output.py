@@ -20,8 +20,16 @@ if TYPE_CHECKING:
 _STYLE = {"ok": "green", "changed": "yellow", "failed": "bold red", "skipped": "cyan"}
 
 
+#: the width given to a console that is not a terminal: wide enough that no column is ever cut (no ``…``)
+PLAIN_WIDTH = 10_000
+
+
 class _LazyConsole:
-    """A :class:`rich.console.Console` made on first use (``console.print(...)`` works as usual)."""
+    """A :class:`rich.console.Console` made on first use (``console.print(...)`` works as usual).
+
+    When its stream is not a terminal (a pipe, a file, CI), output is made for logs and tickets:
+    no colour, tables without box drawing, and no column cut to fit 80 characters.
+    """
 
     def __init__(self, stderr: bool) -> None:
         self._stderr = stderr
@@ -31,11 +39,44 @@ class _LazyConsole:
         if self._console is None:
             from rich.console import Console
 
-            self._console = Console(stderr=self._stderr, highlight=False, soft_wrap=True)
+            console = Console(stderr=self._stderr, highlight=False, soft_wrap=True)
+            if not console.is_terminal:
+                console = Console(
+                    stderr=self._stderr, highlight=False, soft_wrap=True, width=PLAIN_WIDTH, no_color=True
+                )
+            self._console = console
         return self._console
+
+    def reset(self) -> None:
+        """Forget the console (a test that swaps ``sys.stdout`` gets a fresh one)."""
+        self._console = None
+
+    @property
+    def plain(self) -> bool:
+        return not self._real().is_terminal
+
+    def print(self, *objects: Any, **kwargs: Any) -> None:
+        real = self._real()
+        if not real.is_terminal:
+            objects = tuple(_plain(o) for o in objects)
+        real.print(*objects, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real(), name)
+
+
+def _plain(renderable: Any) -> Any:
+    """A table printed for a log: no box drawing, nothing cut."""
+    from rich.table import Table
+
+    if isinstance(renderable, Table):
+        renderable.box = None
+        renderable.show_edge = False
+        renderable.pad_edge = False
+        for column in renderable.columns:
+            column.overflow = "fold"
+            column.no_wrap = True
+    return renderable
 
 
 console: Any = _LazyConsole(stderr=False)
@@ -56,9 +97,10 @@ def error(message: str) -> None:
 class LivePrinter:
     """Prints each task result as it arrives."""
 
-    def __init__(self, show_diff: bool, check: bool) -> None:
+    def __init__(self, show_diff: bool, check: bool, show_stdout: bool = False) -> None:
         self.show_diff = show_diff
         self.check = check
+        self.show_stdout = show_stdout
 
     def __call__(self, r: TaskResult) -> None:
         from rich.text import Text
@@ -73,10 +115,46 @@ class LivePrinter:
         if detail:
             line += Text(f" — {redact(detail)}", style="dim" if not r.error else "red")
         console.print(line)
+        if self.show_stdout and r.stdout:
+            for out in redact(r.stdout).splitlines():
+                console.print(Text("    | " + out, style="dim"))
         if self.show_diff and r.diff:
             for d in redact(r.diff).splitlines():
                 style = "green" if d.startswith("+") else "red" if d.startswith("-") else "dim"
                 console.print(Text("    " + d, style=style))
+
+
+def _notes(s: Any) -> str:
+    notes = []
+    if s.unreachable:
+        notes.append("unreachable")
+    if s.reboot_required:
+        notes.append("reboot required (--allow-reboot)")
+    if s.rebooted:
+        notes.append("rebooted")
+    if s.restart_required:
+        notes.append("restart required: CT " + ", ".join(map(str, s.restart_required)) + " (--allow-restart)")
+    return ", ".join(notes)
+
+
+def task_line(r: TaskResult, check: bool) -> str:
+    """One task result as plain text (what the live line says, for a log file)."""
+    label = "would change" if r.status == "changed" and check else r.status
+    line = f"[{r.host}] {label:<13}" + ("handler: " if r.handler else "") + r.task
+    detail = r.error or r.reason
+    return redact(line + (f" — {detail}" if detail else "") + f" ({r.duration:.2f} s)")
+
+
+def recap_lines(report: RunReport) -> list[str]:
+    """The recap as plain lines, one per host (``host ok=N changed=N failed=N skipped=N note``)."""
+    out = ["recap" + (" (check mode: nothing was changed)" if report.check else "")]
+    for host, s in report.hosts.items():
+        note = _notes(s)
+        out.append(
+            f"{host} ok={s.ok} changed={s.changed} failed={s.failed} skipped={s.skipped}" + (f" {note}" if note else "")
+        )
+    out.append(f"{len(report.results)} tasks in {report.duration:.2f} s")
+    return out
 
 
 def print_recap(report: RunReport) -> None:
@@ -87,22 +165,13 @@ def print_recap(report: RunReport) -> None:
     for col in ("host", "ok", "changed", "failed", "skipped", "note"):
         table.add_column(col)
     for host, s in report.hosts.items():
-        notes = []
-        if s.unreachable:
-            notes.append("unreachable")
-        if s.reboot_required:
-            notes.append("reboot required (--allow-reboot)")
-        if s.rebooted:
-            notes.append("rebooted")
-        if s.restart_required:
-            notes.append("restart required: CT " + ", ".join(map(str, s.restart_required)) + " (--allow-restart)")
         table.add_row(
             host,
             str(s.ok),
             Text(str(s.changed), style="yellow" if s.changed else ""),
             Text(str(s.failed), style="bold red" if s.failed else ""),
             str(s.skipped),
-            ", ".join(notes),
+            _notes(s),
         )
     console.print(table)
     console.print(f"{len(report.results)} tasks in {report.duration:.2f} s")

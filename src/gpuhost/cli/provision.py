@@ -27,7 +27,10 @@ def _builtin(name: str) -> Path:
 @provision_app.command("host")
 @run_flags
 def provision_host(inventory: Path = InventoryOpt, *, flags: RunFlags) -> None:
-    """IOMMU on the kernel command line, the VM or LXC GPU path, a safe reboot, then proof."""
+    """IOMMU on the kernel command line, the VM or LXC GPU path, a safe reboot, then proof.
+
+    Example: gpuhost provision host -i inventory/site.yml --check --diff
+    """
     raise typer.Exit(run_with_flags(_builtin("provision-host.yml"), inventory, flags))
 
 
@@ -39,7 +42,10 @@ def provision_lxc(
     *,
     flags: RunFlags,
 ) -> None:
-    """The host's LXC path, then each GPU container: created, passed through, driver matched, CUDA-ready."""
+    """The host's LXC path, then each GPU container: created, passed through, driver matched, CUDA-ready.
+
+    Example: gpuhost provision lxc -i inventory/site.yml --ctid 200 --allow-reboot --allow-restart
+    """
     preset = {"lxc_ctids": ctid} if ctid else {}
     raise typer.Exit(run_with_flags(_builtin("provision-lxc.yml"), inventory, flags, preset))
 

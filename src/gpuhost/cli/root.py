@@ -7,12 +7,38 @@ the machinery it needs inside its function, so ``gpuhost --help`` starts fast.
 from __future__ import annotations
 
 import typer
+import typer.core
+
+
+def _quiet_flags() -> None:
+    """``--help`` shows a value's type (``<path>``) but not ``<bool>`` after every flag."""
+    shown = typer.core.TyperOption.display_type_rich
+
+    def display_type_rich(self: typer.core.TyperOption, ctx: typer.core.click.Context) -> str | None:
+        return None if self.is_flag else shown(self, ctx)
+
+    typer.core.TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_quiet_flags()
+
+
+def _plain_when_piped() -> None:
+    """Help and usage errors read by a log or CI (stdout not a terminal) come as plain text, without
+    rich's boxes; on a terminal they keep rich's layout."""
+    import sys
+
+    if not sys.stdout.isatty():
+        typer.core.HAS_RICH = False
+
+
+_plain_when_piped()
 
 app = typer.Typer(
     name="gpuhost",
     help="Turn a Proxmox VE host with NVIDIA GPUs into a verified LLM-serving machine.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
 )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from typing import Protocol
 
+from gpuhost.connection.progress import report
 from gpuhost.core.result import CommandResult
 from gpuhost.errors import ConnectionFailed, OperationFailed
 
@@ -24,6 +25,8 @@ def reboot_and_wait(conn: _Session, timeout: float) -> None:
     before = conn.run(BOOT_ID).stdout.strip()
     # Detached, so the command returns before the connection drops.
     conn.run("nohup sh -c 'sleep 1; reboot' >/dev/null 2>&1 &")
+    start = time.monotonic()
+    report(conn.name, "reboot", "going down", 0.0)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
@@ -36,8 +39,11 @@ def reboot_and_wait(conn: _Session, timeout: float) -> None:
         raise OperationFailed(f"{conn.name}: asked to reboot, but it was still up after {timeout:.0f} s")
     # Either the boot id changed or the session dropped (a host sharing its kernel, such as
     # a container, keeps its boot id): both mean the restart happened.
+    report(conn.name, "reboot", "down; waiting for SSH", time.monotonic() - start)
     conn.reconnect(timeout=max(deadline - time.monotonic(), 30.0))
+    report(conn.name, "reboot", "back on SSH; systemd starting", time.monotonic() - start)
     wait_for_boot(conn, max(deadline - time.monotonic(), 30.0))
+    report(conn.name, "reboot", "up (systemd finished starting)", time.monotonic() - start)
 
 
 def wait_for_boot(conn: _Session, timeout: float) -> None:

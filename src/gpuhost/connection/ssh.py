@@ -14,6 +14,7 @@ with :class:`~gpuhost.errors.ConnectionFailed`.
 
 from __future__ import annotations
 
+import logging
 import socket
 import threading
 import time
@@ -30,6 +31,10 @@ from gpuhost.core.result import TIMEOUT_EXIT, CommandResult
 from gpuhost.errors import ConnectionFailed, HostKeyMismatch
 
 HostKeyPolicy = Literal["strict", "accept-new"]
+
+# paramiko's transport thread logs a closed socket ("Socket exception: Bad file descriptor") after a
+# refused connection; gpuhost reports the failure itself, so its records must not reach stderr.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 _CHUNK = 65536
 
@@ -50,6 +55,18 @@ class SSHSettings:
     keepalive_count: int = 3
     #: Timeout of a command run without ``timeout=``.
     command_timeout: float | None = DEFAULT_TIMEOUT
+    #: Further keys tried in order (IdentityFile lines of ~/.ssh/config)
+    key_files: tuple[str, ...] = ()
+    #: Keys of a running ssh-agent are offered
+    allow_agent: bool = False
+    #: ~/.ssh/id_* are tried when no key is given (OpenSSH's default keys)
+    look_for_keys: bool = False
+    #: A shell command whose stdin/stdout is the connection (OpenSSH's ProxyCommand)
+    proxy_command: str | None = None
+    #: A bastion the connection is tunnelled through (OpenSSH's ProxyJump)
+    jump: SSHSettings | None = None
+    #: Every command runs as root through ``sudo -n`` (the user needs passwordless sudo)
+    become: bool = False
 
 
 class _AcceptNewPolicy(paramiko.MissingHostKeyPolicy):
@@ -77,6 +94,7 @@ class SSHConnection(Connection):
         self.settings = settings
         self.default_timeout = settings.command_timeout
         self._conn: fabric.Connection | None = None
+        self._jump: SSHConnection | None = None
         self._connect()
 
     # -- session -------------------------------------------------------------------------
@@ -84,23 +102,29 @@ class SSHConnection(Connection):
         s = self.settings
         known_hosts = Path(s.known_hosts_file).expanduser()
         connect_kwargs: dict[str, object] = {
-            "look_for_keys": False,
-            "allow_agent": False,
+            "look_for_keys": s.look_for_keys,
+            "allow_agent": s.allow_agent,
             "banner_timeout": s.connect_timeout,
             "auth_timeout": s.connect_timeout,
         }
-        if s.key_file:
-            connect_kwargs["key_filename"] = str(Path(s.key_file).expanduser())
+        keys = [str(Path(s.key_file).expanduser())] if s.key_file else []
+        for extra in s.key_files:  # IdentityFile lines: those that exist, as OpenSSH skips missing ones
+            path = str(Path(extra).expanduser())
+            if path not in keys and Path(path).exists():
+                keys.append(path)
+        if keys:
+            connect_kwargs["key_filename"] = keys
         if s.password:
             connect_kwargs["password"] = s.password
-        try:
-            sock = socket.create_connection((s.address, s.port), timeout=s.connect_timeout)
-        except OSError as exc:
-            raise ConnectionFailed(self.name, f"{s.address}:{s.port}: {exc.strerror or exc}") from None
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock = self._open_socket()
         connect_kwargs["sock"] = sock
         conn = fabric.Connection(
-            s.address, user=s.user, port=s.port, connect_timeout=s.connect_timeout, connect_kwargs=connect_kwargs
+            s.address,
+            user=s.user,
+            port=s.port,
+            connect_timeout=s.connect_timeout,
+            connect_kwargs=connect_kwargs,
+            config=fabric.Config(overrides={"load_ssh_configs": False}),
         )
         client = conn.client
         client.get_host_keys().clear()
@@ -135,6 +159,52 @@ class SSHConnection(Connection):
             sock.close()
             raise ConnectionFailed(self.name, str(exc)) from None
         self._conn = conn
+        if s.become:
+            self._check_become()
+
+    def _check_become(self) -> None:
+        check = self._exec("true", None, self.settings.connect_timeout * 3)
+        if check.exit_code != 0:
+            said = (check.stderr or check.stdout).strip().splitlines()
+            self.close()
+            raise ConnectionFailed(
+                self.name,
+                f"become: {self.settings.user} cannot run commands as root with sudo -n "
+                f"({said[-1] if said else f'exit {check.exit_code}'}); give it passwordless sudo "
+                f"(/etc/sudoers.d: {self.settings.user} ALL=(root) NOPASSWD: ALL) or connect as root",
+            )
+
+    def _open_socket(self) -> socket.socket | paramiko.Channel | paramiko.ProxyCommand:
+        """The byte stream SSH runs over: a TCP socket (TCP_NODELAY), a ProxyCommand's pipes, or a
+        ``direct-tcpip`` channel through the jump host."""
+        s = self.settings
+        if s.proxy_command:
+            try:
+                return paramiko.ProxyCommand(s.proxy_command)
+            except (OSError, paramiko.SSHException) as exc:
+                raise ConnectionFailed(self.name, f"ProxyCommand {s.proxy_command!r} did not start: {exc}") from None
+        if s.jump is not None:
+            if self._jump is None:
+                try:
+                    self._jump = SSHConnection(f"{self.name} (jump host {s.jump.address})", s.jump)
+                except ConnectionFailed as exc:
+                    raise ConnectionFailed(self.name, f"jump host {s.jump.address}: {exc}") from None
+            try:
+                return self._jump._transport().open_channel(
+                    "direct-tcpip", (s.address, s.port), ("127.0.0.1", 0), timeout=s.connect_timeout
+                )
+            except (paramiko.SSHException, OSError, EOFError) as exc:
+                self._jump.close()
+                self._jump = None
+                raise ConnectionFailed(
+                    self.name, f"jump host {s.jump.address} could not reach {s.address}:{s.port}: {exc}"
+                ) from None
+        try:
+            sock = socket.create_connection((s.address, s.port), timeout=s.connect_timeout)
+        except OSError as exc:
+            raise ConnectionFailed(self.name, f"{s.address}:{s.port}: {exc.strerror or exc}") from None
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
 
     def _transport(self) -> paramiko.Transport:
         transport = self._conn.client.get_transport() if self._conn else None
@@ -167,6 +237,9 @@ class SSHConnection(Connection):
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+        if self._jump is not None:
+            self._jump.close()
+            self._jump = None
 
     # -- commands ------------------------------------------------------------------------
     def _exec(
@@ -175,6 +248,11 @@ class SSHConnection(Connection):
         start = time.monotonic()
         transport = self._transport()
         s = self.settings
+        wire = command
+        if s.become:
+            import shlex
+
+            wire = "sudo -n -H -- sh -c " + shlex.quote(command)
         watch = Watchdog(transport, timeout, s.keepalive, s.keepalive_count)
         try:
             chan = transport.open_session(timeout=s.keepalive * s.keepalive_count)
@@ -196,7 +274,7 @@ class SSHConnection(Connection):
         failure: str | None = None
         code = -1
         try:
-            chan.exec_command(command)
+            chan.exec_command(wire)
             reader = threading.Thread(target=read_stderr, daemon=True)
             reader.start()
             for chunk in iter_chunks(stdin):

@@ -26,23 +26,66 @@ class Inventory:
     document: Any = field(default=None, compare=False, repr=False)
 
     def select(self, pattern: str) -> list[str]:
-        """Node names matched by ``pattern``: ``all``, a group, a node, or a comma list of these.
+        """Node names matched by ``pattern``, a comma (or colon) list of:
 
+        ``all``; a group; a node; a glob over node and group names (``pve*``, ``gpu-[12]``);
+        ``!X`` to leave out what ``X`` names; ``@FILE`` for the names in a file, one a line
+        (the retry list a failed run writes). With only exclusions, they are taken from ``all``.
         Unknown names raise :class:`InventoryError`. Order follows the inventory.
         """
         wanted: set[str] = set()
-        for part in (p.strip() for p in pattern.split(",")):
+        unwanted: set[str] = set()
+        positive = False
+        for part in (p.strip() for p in pattern.replace(":", ",").split(",")):
             if not part:
                 continue
-            if part == "all":
-                wanted.update(self.nodes)
-            elif part in self.groups:
-                wanted.update(self.groups[part].nodes)
-            elif part in self.nodes:
-                wanted.add(part)
+            negate = part.startswith("!")
+            part = part.removeprefix("!").strip()
+            names = self._names(part)
+            if negate:
+                unwanted |= names
             else:
-                raise InventoryError(f"'{part}' is neither a node nor a group of this inventory", file=str(self.path))
-        return [n for n in self.nodes if n in wanted]
+                positive = True
+                wanted |= names
+        if not positive:
+            wanted = set(self.nodes)
+        return [n for n in self.nodes if n in wanted and n not in unwanted]
+
+    def _names(self, part: str) -> set[str]:
+        import fnmatch
+
+        if part.startswith("@"):
+            return self._names_from_file(Path(part[1:]))
+        if part == "all" or part == "*":
+            return set(self.nodes)
+        if part in self.groups:
+            return set(self.groups[part].nodes)
+        if part in self.nodes:
+            return {part}
+        if any(c in part for c in "*?["):
+            found = {n for n in self.nodes if fnmatch.fnmatchcase(n, part)}
+            for g in self.groups:
+                if fnmatch.fnmatchcase(g, part):
+                    found |= set(self.groups[g].nodes)
+            if found:
+                return found
+            raise InventoryError(f"'{part}' matches no node or group of this inventory", file=str(self.path))
+        raise InventoryError(f"'{part}' is neither a node nor a group of this inventory", file=str(self.path))
+
+    def _names_from_file(self, path: Path) -> set[str]:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise InventoryError(f"--limit @{path}: cannot read: {exc.strerror or exc}") from None
+        found: set[str] = set()
+        for no, raw in enumerate(text.splitlines(), start=1):
+            name = raw.split("#", 1)[0].strip()
+            if not name:
+                continue
+            if name not in self.nodes:
+                raise InventoryError(f"'{name}' is not a node of {self.path}", file=str(path), line=no)
+            found.add(name)
+        return found
 
     def vars_for(self, node: str) -> dict[str, Any]:
         """Inventory vars, then each group's (in inventory order), then the node's own."""
@@ -66,6 +109,13 @@ class Inventory:
 
 
 def _resolve_paths(raw: dict[str, Any], base: Path) -> None:
+    def fix(sub: Any, keys: Iterable[str]) -> None:
+        if isinstance(sub, dict):
+            for key in keys:
+                value = sub.get(key)
+                if isinstance(value, str) and not value.startswith(("/", "~")) and value != "none":
+                    sub[key] = str(base / value)
+
     nodes = raw.get("nodes")
     for node in nodes.values() if isinstance(nodes, dict) else ():
         if not isinstance(node, dict):
@@ -74,12 +124,33 @@ def _resolve_paths(raw: dict[str, Any], base: Path) -> None:
         guests = [v for v in vms.values() if isinstance(v, dict)] if isinstance(vms, dict) else []
         for entry in [node, *guests]:  # a VM's ssh section (its guest) resolves like the node's
             for section, keys in _PATH_FIELDS.items():
-                sub = entry.get(section)
-                if isinstance(sub, dict):
-                    for key in keys:
-                        value = sub.get(key)
-                        if isinstance(value, str) and not value.startswith(("/", "~")):
-                            sub[key] = str(base / value)
+                fix(entry.get(section), keys)
+        ssh = node.get("ssh")
+        if isinstance(ssh, dict):
+            fix(ssh, ("config_file",))
+            fix(ssh.get("jump"), ("key_file", "known_hosts_file"))
+    groups = raw.get("groups")
+    for group in groups.values() if isinstance(groups, dict) else ():
+        ssh = group.get("ssh_defaults") if isinstance(group, dict) else None
+        fix(ssh, (*_PATH_FIELDS["ssh"], "config_file"))
+        if isinstance(ssh, dict):
+            fix(ssh.get("jump"), ("key_file", "known_hosts_file"))
+
+
+def _with_group_ssh(spec: NodeSpec, groups: Iterable[tuple[str, GroupSpec]]) -> NodeSpec:
+    """Fields a node's ``ssh`` leaves unwritten come from its groups' ``ssh_defaults`` (first group wins)."""
+    own = set(spec.ssh.model_fields_set)
+    update: dict[str, Any] = {}
+    for _, group in groups:
+        if group.ssh_defaults is None or spec.name not in group.nodes:
+            continue
+        for key in group.ssh_defaults.model_fields_set - own - set(update):
+            update[key] = getattr(group.ssh_defaults, key)
+    if not update:
+        return spec
+    ssh = spec.ssh.model_copy(update=update)
+    object.__setattr__(ssh, "__pydantic_fields_set__", own | set(update))
+    return spec.model_copy(update={"ssh": ssh})
 
 
 def load_inventory(path: str | Path) -> Inventory:
@@ -105,7 +176,9 @@ def load_inventory(path: str | Path) -> Inventory:
                     field=f"groups.{gname}.nodes",
                 )
     nodes = {
-        name: spec.model_copy(update={"name": name, "groups": _groups_of(name, doc.groups.items())})
+        name: _with_group_ssh(
+            spec.model_copy(update={"name": name, "groups": _groups_of(name, doc.groups.items())}), doc.groups.items()
+        )
         for name, spec in doc.nodes.items()
     }
     return Inventory(path=path, nodes=nodes, groups=dict(doc.groups), vars=dict(doc.vars), document=data)

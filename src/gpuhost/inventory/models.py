@@ -37,7 +37,21 @@ class _Model(BaseModel):
 EnvName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")]
 
 
+class JumpHost(_Model):
+    """A bastion the node is reached through (OpenSSH's ``ProxyJump``); its host key is checked
+    against the node's ``known_hosts_file`` unless it names its own."""
+
+    address: str = Field(description="IP address or host name of the bastion")
+    user: str = Field(default="root", description="login user on the bastion")
+    port: int = Field(default=22, ge=1, le=65535, description="SSH port of the bastion")
+    key_file: str | None = Field(default=None, description="private key for the bastion (default: the node's)")
+    known_hosts_file: str | None = Field(default=None, description="known_hosts for the bastion (default: the node's)")
+
+
 class SSHConfig(_Model):
+    """How to reach a node by SSH. A field not written here is taken from ``~/.ssh/config``
+    (``config_file``) for the node's address, then from the defaults below."""
+
     user: str = Field(default="root", description="login user")
     port: int = Field(default=22, ge=1, le=65535, description="SSH port")
     key_file: str | None = Field(default=None, description="private key file; null: the SSH agent and default keys")
@@ -60,6 +74,14 @@ class SSHConfig(_Model):
     keepalive_count: int = Field(
         default=3, ge=1, le=100, description="unanswered keepalives after which the node is declared unreachable"
     )
+    config_file: str = Field(
+        default="~/.ssh/config",
+        description="OpenSSH client config read for HostName, User, Port, IdentityFile, ProxyJump, ProxyCommand "
+        "(none: read none)",
+    )
+    jump: JumpHost | None = Field(default=None, description="a bastion the connection is tunnelled through")
+    use_agent: bool = Field(default=True, description="offer the keys of a running ssh-agent (SSH_AUTH_SOCK)")
+    become: bool = Field(default=False, description="run every command as root through sudo -n (passwordless sudo)")
 
 
 class APIConfig(_Model):
@@ -321,6 +343,9 @@ class NodeSpec(_Model):
 class GroupSpec(_Model):
     nodes: list[str] = Field(default_factory=list, description="the group's nodes")
     vars: dict[str, Any] = Field(default_factory=dict, description="variables for the group's nodes")
+    ssh_defaults: SSHConfig | None = Field(
+        default=None, description="ssh fields for every node of the group that does not write them itself"
+    )
 
 
 class InventoryFile(_Model):

@@ -34,7 +34,7 @@ from gpuhost.playbook.models import Play, Playbook, RoleRef, TaskSpec
 from gpuhost.playbook.variables import Layer, Origin
 from gpuhost.roles.table import get_role, role_names
 
-_PLAY_KEYS = {"name", "hosts", "vars", "roles", "tasks", "handlers"}
+_PLAY_KEYS = {"name", "hosts", "vars", "roles", "tasks", "handlers", "serial"}
 _TASK_KEYS = {"name", "tags", "notify"}
 
 
@@ -160,6 +160,9 @@ def load_playbook(path: str | Path) -> Playbook:
         hosts = raw.get("hosts")
         if not isinstance(hosts, str) or not hosts.strip():
             raise doc.error("every play needs 'hosts' (a node, a group, or all)", [i, "hosts"], field="hosts")
+        serial = raw.get("serial")
+        if serial is not None and (isinstance(serial, bool) or not isinstance(serial, int) or serial < 1):
+            raise doc.error("serial is a whole number of hosts at a time, 1 or more", [i, "serial"], field="serial")
         name = raw.get("name") or hosts
         if not isinstance(name, str):
             raise doc.error("must be a string", [i, "name"], field="name")
@@ -186,6 +189,7 @@ def load_playbook(path: str | Path) -> Playbook:
                 ),
                 tasks=tuple(_task(doc, yamlfile.plain(t), [i, "tasks", j]) for j, t in enumerate(sections["tasks"])),
                 handlers=tuple(handlers),
+                serial=serial,
             )
         )
     return Playbook(path=path, plays=tuple(plays))

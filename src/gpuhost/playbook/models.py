@@ -56,6 +56,8 @@ class Play:
     roles: tuple[RoleRef, ...] = ()
     tasks: tuple[TaskSpec, ...] = ()
     handlers: tuple[TaskSpec, ...] = ()
+    #: hosts worked on at a time, batch after batch (a rolling change); None: all at once (up to forks)
+    serial: int | None = None
 
 
 @dataclass(frozen=True)

@@ -129,7 +129,10 @@ class CudaDriver:
             self._fns[name] = fn
         required = [n for n in self.missing if n not in ("cuStreamWaitValue32_v2",)]
         if required:
-            raise CudaUnavailable("%s lacks %s (driver too old?)" % (library, ", ".join(required)))
+            raise CudaUnavailable(
+                "%s lacks %s: not a working NVIDIA driver (the P2P probe needs a real GPU and its driver;"
+                " an old driver or a stand-in library lacks these)" % (library, ", ".join(required))
+            )
 
     def has(self, name: str) -> bool:
         return name in self._fns

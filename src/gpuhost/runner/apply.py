@@ -31,7 +31,8 @@ def apply(host: RunnerHost, action: Action) -> None:
             action.path, action.content, mode=action.mode, backup=action.backup, backup_dir=action.backup_dir
         )
     elif isinstance(action, RunCommand):
-        host.conn.run(action.command, ok_codes=action.ok_codes, timeout=action.timeout)
+        result = host.conn.run(action.command, ok_codes=action.ok_codes, timeout=action.timeout)
+        (host.parent or host).command_output.append(result.stdout)
     elif isinstance(action, RebootHost):
         reboot(host, action)
     elif isinstance(action, PveCall):
@@ -137,6 +138,10 @@ def reboot(host: RunnerHost, action: RebootHost) -> None:
         raise OperationFailed(
             f"{host.name}: will not reboot through a {type(conn).__name__} (the machine gpuhost runs on, or a guest)"
         )
+    from gpuhost.runner.rolling import after_reboot, before_reboot
+
+    guard = before_reboot(host.conn, allow_serving=host.allow_reboot_serving)
     conn.reboot(action.timeout)
+    after_reboot(host.conn, guard)
     host.rebooted = True
     host.reboot_needed = None

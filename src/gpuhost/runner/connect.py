@@ -12,6 +12,7 @@ from gpuhost.inventory.models import NodeSpec, VMSpec
 from gpuhost.secrets import read_secret
 
 if TYPE_CHECKING:
+    from gpuhost.connection.ssh import SSHSettings
     from gpuhost.pve.api import PveApi, TokenRoute
 
 T = TypeVar("T")
@@ -34,25 +35,70 @@ def open_connection(node: NodeSpec) -> Connection:
         return LocalConnection(node.name)
     if node.connection == "api":
         raise ConnectionFailed(node.name, API_ONLY)
-    from gpuhost.connection.ssh import SSHConnection, SSHSettings
+    from gpuhost.connection.ssh import SSHConnection
+
+    return SSHConnection(node.name, ssh_settings(node))
+
+
+def ssh_settings(node: NodeSpec) -> SSHSettings:
+    """The node's SSH settings: what its inventory entry writes, then ``~/.ssh/config`` for its address
+    (HostName, User, Port, IdentityFile, ProxyJump, ProxyCommand), then the defaults."""
+    from gpuhost.connection.ssh import SSHSettings
+    from gpuhost.connection.sshconfig import lookup, parse_jump
 
     s = node.ssh
+    written = s.model_fields_set
+    found = lookup(s.config_file, node.address, node.name)
     password = read_secret(f"{node.name}: ssh password", env=s.password_env, file=s.password_file)
-    return SSHConnection(
-        node.name,
-        SSHSettings(
-            address=node.address,
-            user=s.user,
-            port=s.port,
+    jump: SSHSettings | None = None
+    if s.jump is not None:
+        j = s.jump
+        jump = SSHSettings(
+            address=j.address,
+            user=j.user,
+            port=j.port,
+            key_file=j.key_file or s.key_file,
+            known_hosts_file=j.known_hosts_file or s.known_hosts_file,
+            host_key_policy=s.host_key_policy,
+            connect_timeout=s.connect_timeout,
+            allow_agent=s.use_agent,
+            look_for_keys=not (j.key_file or s.key_file),
+        )
+    elif found.proxy_jump and not found.proxy_command:
+        user, host, port = parse_jump(found.proxy_jump)
+        hop = lookup(s.config_file, host, node.name)
+        jump = SSHSettings(
+            address=hop.hostname or host,
+            user=user or hop.user or "root",
+            port=port or hop.port or 22,
             key_file=s.key_file,
-            password=password,
+            key_files=hop.identity_files,
             known_hosts_file=s.known_hosts_file,
             host_key_policy=s.host_key_policy,
             connect_timeout=s.connect_timeout,
-            keepalive=s.keepalive,
-            keepalive_count=s.keepalive_count,
-            command_timeout=s.command_timeout,
-        ),
+            allow_agent=s.use_agent,
+            look_for_keys=not (s.key_file or hop.identity_files),
+            proxy_command=hop.proxy_command,
+        )
+    key_file = s.key_file
+    return SSHSettings(
+        address=found.hostname or node.address,
+        user=s.user if "user" in written or not found.user else found.user,
+        port=s.port if "port" in written or not found.port else found.port,
+        key_file=key_file,
+        key_files=found.identity_files,
+        password=password,
+        known_hosts_file=s.known_hosts_file,
+        host_key_policy=s.host_key_policy,
+        connect_timeout=s.connect_timeout,
+        allow_agent=s.use_agent,
+        look_for_keys=not (key_file or found.identity_files or password),
+        proxy_command=None if s.jump is not None else found.proxy_command,
+        jump=jump,
+        become=s.become,
+        keepalive=s.keepalive,
+        keepalive_count=s.keepalive_count,
+        command_timeout=s.command_timeout,
     )
 
 

@@ -22,6 +22,9 @@ T = TypeVar("T")
 class RunnerHost:
     """One host (a node, or a guest of one) during one run. Connects on first use."""
 
+    #: the operator named this node in ``--reboot-serving``: it may reboot while it serves a model
+    allow_reboot_serving: bool = False
+
     def __init__(
         self,
         node: NodeSpec,
@@ -50,6 +53,8 @@ class RunnerHost:
         self.restarts_needed: set[Guest] = set()
         self.rebooted = False
         self._closed_trips = 0
+        #: stdout of the commands the current task ran (kept in its result, shown with -v)
+        self.command_output: list[str] = []
 
     # -- the HostContext protocol -------------------------------------------------------------
     @property

@@ -6,13 +6,26 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from gpuhost.redact import redact
 
 Status = Literal["ok", "changed", "failed", "skipped"]
 SCHEMA = "gpuhost.run/1"
+
+
+def shown_path(path: str | Path) -> str:
+    """``path`` relative to the working directory when it lies under it (reports travel to tickets and CI)."""
+    p = Path(path)
+    if not p.is_absolute():
+        return str(p)
+    try:
+        return str(p.relative_to(Path(os.getcwd())))
+    except ValueError:
+        return str(p)
 
 
 @dataclass(frozen=True)
@@ -28,6 +41,8 @@ class TaskResult:
     error: str | None = None
     handler: bool = False
     role: str | None = None
+    #: what the task's commands printed on stdout (a ``command`` task's output)
+    stdout: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -42,6 +57,7 @@ class TaskResult:
             "reason": redact(self.reason),
             "diff": redact(self.diff),
             "error": redact(self.error) if self.error else None,
+            "stdout": redact(self.stdout),
             "duration_s": round(self.duration, 4),
         }
 
@@ -72,6 +88,8 @@ class RunReport:
     results: list[TaskResult] = field(default_factory=list)
     hosts: dict[str, HostSummary] = field(default_factory=dict)
     duration: float = 0.0
+    #: the gpuhost version that ran, set by the command line (the runner does not import the package root)
+    version: str = ""
 
     @property
     def failed(self) -> bool:
@@ -84,7 +102,8 @@ class RunReport:
     def to_json(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA,
-            "playbook": self.playbook,
+            "gpuhost_version": self.version,
+            "playbook": shown_path(self.playbook),
             "check": self.check,
             "ok": not self.failed,
             "exit_code": self.exit_code,

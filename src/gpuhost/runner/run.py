@@ -28,6 +28,7 @@ from gpuhost.runner.handler_state import PendingHandlers
 from gpuhost.runner.prefetch import prefetch
 from gpuhost.runner.prepare import HostPlay, PreparedPlay, prepare
 from gpuhost.runner.results import HostSummary, RunReport, Status, TaskResult
+from gpuhost.runner.rolling import batches
 from gpuhost.templating import Templates
 
 
@@ -44,6 +45,14 @@ class RunOptions:
     #: where each extra variable came from (``-e`` number, ``--ctid``) for error messages
     extra_origins: dict[str, Origin] = field(default_factory=dict)
     on_result: Callable[[TaskResult], None] | None = None
+    #: called once with the selected hosts after the run was checked, before any host is contacted
+    on_start: Callable[[list[str]], None] | None = None
+    #: tasks before the first one of this name are not run (``--start-at-task``)
+    start_at_task: str | None = None
+    #: hosts at a time, batch after batch, for every play (``--serial``; overrides a play's ``serial``)
+    serial: int | None = None
+    #: nodes that may reboot although they serve a model (``--reboot-serving``)
+    reboot_serving: frozenset[str] = frozenset()
     connect: Callable[[NodeSpec], Connection] = open_connection
 
     def extra_layer(self) -> Layer:
@@ -82,6 +91,8 @@ class _HostRun:
         self.refused = False
         self.pending = PendingHandlers(ctx, set())
         self.kept: set[str] = set()  # handlers refused for want of consent: still pending on the node
+        #: one flag per host, shared by its plays: whether ``--start-at-task`` has been reached
+        self.reached: list[bool] = [opts.start_at_task is None]
 
     def _decide(self, plan_actions: list[Any]) -> tuple[Status, str] | None:
         """A consent the operator did not give turns the task into 'skipped', recorded for the recap."""
@@ -102,6 +113,7 @@ class _HostRun:
         start = time.monotonic()
         status: Status = "ok"
         reason, diff, error = "", "", None
+        ctx.command_output = []
         try:
             operation = task.operation_for(ctx)
             plan = operation.plan(ctx)
@@ -142,6 +154,7 @@ class _HostRun:
             error=error,
             handler=handler,
             role=task.role,
+            stdout="".join(ctx.command_output),
         )
         self.summary.count(result.status)
         self.emit(result)
@@ -161,6 +174,10 @@ class _HostRun:
                 if not self.flush(handlers, notified):
                     return False
                 continue
+            if not self.reached[0]:
+                if task.name != self.opts.start_at_task:
+                    continue
+                self.reached[0] = True
             if not _selected(task, self.opts):
                 continue
             result = self.task(task)
@@ -202,6 +219,12 @@ def run_playbook(playbook: Playbook, inventory: Inventory, opts: RunOptions | No
     opts = opts or RunOptions()
     templates = Templates([playbook.directory / "templates", playbook.directory.parent / "templates"])
     plays = prepare(playbook, inventory, limit=opts.limit, extra=opts.extra_layer(), templates=templates)
+    if opts.start_at_task is not None:
+        from gpuhost.runner.start_at import check_start_at_task
+
+        check_start_at_task(playbook, opts.start_at_task)
+    if opts.on_start is not None:
+        opts.on_start(list(dict.fromkeys(h for p in plays for h in p.hosts)))
     return execute(playbook, inventory, plays, opts, templates)
 
 
@@ -210,6 +233,7 @@ def execute(
 ) -> RunReport:
     report = RunReport(playbook=str(playbook.path), check=opts.check)
     contexts: dict[str, RunnerHost] = {}
+    reached: dict[str, list[bool]] = {}
     dead: set[str] = set()
     start = time.monotonic()
     lock = threading.Lock()
@@ -230,8 +254,10 @@ def execute(
             contexts[name] = ctx
         else:
             ctx.vars = hp.vars
+        ctx.allow_reboot_serving = name in opts.reboot_serving
         consent = (opts.allow_reboot or node.allow_reboot, opts.allow_restart or node.allow_restart)
         runner = _HostRun(ctx, prepared.play.name, summary, opts, consent, emit)
+        runner.reached = reached.setdefault(name, runner.reached)
         try:
             try:
                 tasks, handlers = _expand(hp, ctx)
@@ -261,10 +287,11 @@ def execute(
             hosts = [h for h in prepared.hosts if h not in dead]
             for name in hosts:
                 report.hosts.setdefault(name, HostSummary())
-            with ThreadPoolExecutor(max_workers=max(1, opts.forks)) as pool:
-                for name, ok in zip(hosts, pool.map(lambda h, p=prepared: one(p, h), hosts), strict=False):
-                    if not ok:
-                        dead.add(name)
+            for batch in batches(hosts, opts.serial or prepared.play.serial):
+                with ThreadPoolExecutor(max_workers=max(1, opts.forks)) as pool:
+                    for name, ok in zip(batch, pool.map(lambda h, p=prepared: one(p, h), batch), strict=False):
+                        if not ok:
+                            dead.add(name)
     finally:
         for ctx in contexts.values():
             ctx.close()

@@ -20,8 +20,10 @@ def _register() -> None:
         bench,  # noqa: F401
         doctor,  # noqa: F401
         lab,  # noqa: F401
+        launch,  # noqa: F401
         playbook_commands,  # noqa: F401
         provision,  # noqa: F401
+        serve,  # noqa: F401
         verify,  # noqa: F401
     )
     # --- end sub-commands ---

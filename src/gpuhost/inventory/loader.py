@@ -13,6 +13,7 @@ from gpuhost import yamlfile
 from gpuhost.errors import InventoryError
 from gpuhost.inventory.models import GroupSpec, InventoryFile, NodeSpec
 
+_SERVE_PATH_FIELDS = ("api_key_file", "hf_token_file")
 _PATH_FIELDS = {"ssh": ("key_file", "known_hosts_file", "password_file"), "api": ("token_secret_file", "ca_file")}
 
 
@@ -80,6 +81,13 @@ def _resolve_paths(raw: dict[str, Any], base: Path) -> None:
                         value = sub.get(key)
                         if isinstance(value, str) and not value.startswith(("/", "~")):
                             sub[key] = str(base / value)
+        containers = node.get("containers")
+        for ct in containers.values() if isinstance(containers, dict) else ():
+            serve = ct.get("serve") if isinstance(ct, dict) else None
+            for key in _SERVE_PATH_FIELDS if isinstance(serve, dict) else ():
+                value = serve.get(key)  # type: ignore[union-attr]
+                if isinstance(value, str) and not value.startswith(("/", "~")):
+                    serve[key] = str(base / value)  # type: ignore[index]
 
 
 def load_inventory(path: str | Path) -> Inventory:

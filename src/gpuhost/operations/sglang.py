@@ -254,10 +254,13 @@ class SglangReady(Operation[ReadyArgs]):
             for line in (lines or [])[fed:]:
                 scanner.feed(line)
                 st = scanner.phases.state
-                if shown != st.phase:  # every phase passed through, even between two polls
+                if shown != st.phase and nonce > 1:  # every phase passed through, even between two polls
                     shown, phase_since, last_report = st.phase, now, now
                     progress.info("%s: %s (%s)", a.subject, PHASE_WORDS[st.phase], _elapsed(now - start))
             fed = len(lines or [])
+            st = scanner.phases.state
+            if nonce == 1 and lines is not None and watch.health == 200 and st.ready_lines > 0:
+                return nothing(f"ready (up already), KV {st.kv_tokens} tokens, {st.graph_captures_done} graph captures")
             fatal = [h for h in scanner.report() if h.fatal]
             if fatal:
                 # the first line of a crash is often the generic one ("Scheduler hit an exception"); its

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import typer
 
-from gpuhost.cli.app import app
 from gpuhost.cli.flags import RunFlags, run_flags
 from gpuhost.cli.playbook_commands import InventoryOpt, run_with_flags
+from gpuhost.cli.root import app
 
 launch_app = typer.Typer(help="Launch LLM servers in the inventory's GPU guests.", no_args_is_help=True)
 app.add_typer(launch_app, name="launch")

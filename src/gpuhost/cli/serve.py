@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from gpuhost.cli.app import app
+from gpuhost.cli.root import app
 
 serve_app = typer.Typer(help="Operate launched SGLang servers: status, logs, stop, restart.", no_args_is_help=True)
 app.add_typer(serve_app, name="serve")

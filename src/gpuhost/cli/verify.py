@@ -228,9 +228,13 @@ def verify_serve_command(
 
     Exit 0 when every check passes, 1 when one fails, 2 on bad input.
     """
+    from gpuhost.cli.output import print_findings
     from gpuhost.inventory.loader import load_inventory
     from gpuhost.runner.serve import verify_serve
 
     report = verify_serve(load_inventory(inventory), limit=limit, ctids=ctid or None)
-    _print_findings(report, as_json)
+    if as_json:
+        print_json(report.to_json())
+    else:
+        print_findings(report.findings)
     raise typer.Exit(report.exit_code)

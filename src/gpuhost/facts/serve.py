@@ -15,9 +15,9 @@ from typing import Any
 
 from gpuhost.core.facts import Fact
 from gpuhost.core.result import CommandResult
+from gpuhost.facts import serve_layout as target
 from gpuhost.facts.batch import parse_sections, sections_command
 from gpuhost.resources import read_tool
-from gpuhost.serve import target
 
 _RUNTIME = "import sys, platform; print('python', *sys.version_info[:3]); print('libc', *platform.libc_ver())"
 

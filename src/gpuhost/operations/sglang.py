@@ -17,8 +17,8 @@ from gpuhost.core.operation import Args, Operation, SkipTask
 from gpuhost.core.plan import Plan, nothing, unified_diff
 from gpuhost.errors import OperationFailed
 from gpuhost.facts import files as file_facts
+from gpuhost.facts import serve_layout as target
 from gpuhost.facts.serve import serve_gpus, serve_probe, serve_runtime, serve_service, serve_watch
-from gpuhost.serve import target
 from gpuhost.serve.logscan import LogScanner, Phase
 
 if TYPE_CHECKING:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field, model_validator
 
 from gpuhost.core.task import Task, task
+from gpuhost.facts import serve_layout as target
 from gpuhost.inventory.models import ContainerSpec, ServeSpec
 from gpuhost.operations.command import Command, CommandArgs
 from gpuhost.operations.files import Template, TemplateArgs
@@ -40,7 +41,6 @@ from gpuhost.operations.sglang import (
 )
 from gpuhost.operations.systemd import Systemd, SystemdArgs
 from gpuhost.roles.base import Role, RoleVars
-from gpuhost.serve import target
 from gpuhost.serve.facts import P2pSummary
 
 if TYPE_CHECKING:

@@ -20,12 +20,12 @@ from gpuhost.checks.finding import Finding, Level, worst
 from gpuhost.checks.serve import serve_findings
 from gpuhost.connection.base import Connection
 from gpuhost.errors import ConfigError, GpuhostError
+from gpuhost.facts import serve_layout as target
 from gpuhost.facts.serve import journal_command, parse_gpus, parse_service
 from gpuhost.inventory.loader import Inventory
 from gpuhost.inventory.models import NodeSpec
 from gpuhost.resources import read_tool
 from gpuhost.runner.connect import open_connection
-from gpuhost.serve import target
 
 
 @dataclass(frozen=True)

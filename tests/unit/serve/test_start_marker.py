@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpuhost.serve import target
+from gpuhost.facts import serve_layout as target
 from gpuhost.serve.logscan import scan_text
 
 LOGS = Path(__file__).resolve().parents[2] / "fixtures" / "sglang" / "logs"

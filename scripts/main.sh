@@ -21,15 +21,18 @@ $gpuhost provision lxc -i "$inv" --allow-reboot --allow-restart
 $gpuhost launch sglang -i "$inv" --allow-restart
 
 # the second run of both: nothing changes
+report=$(mktemp)
+trap 'rm -f "$report"' EXIT
 unchanged() {
-  "$@" --json >"$state/second-run.json" || { cat "$state/second-run.json"; return 1; }
-  python3 - "$state/second-run.json" "$*" <<'PY'
+  local what=$1; shift
+  "$@" --json >"$report" || { cat "$report"; return 1; }
+  python3 - "$report" "$what" <<'PY'
 import json, sys
 report = json.load(open(sys.argv[1]))
 changed = sum(h["changed"] for h in report["hosts"].values())
-print(f"second run of {sys.argv[2].split(' -i ')[0].split('/')[-1]}: changed={changed}")
+print(f"second run of gpuhost {sys.argv[2]}: changed={changed}")
 sys.exit(0 if changed == 0 else 1)
 PY
 }
-unchanged $gpuhost provision lxc -i "$inv"
-unchanged $gpuhost launch sglang -i "$inv"
+unchanged "provision lxc" $gpuhost provision lxc -i "$inv"
+unchanged "launch sglang" $gpuhost launch sglang -i "$inv"

@@ -209,8 +209,46 @@ def check_speed(probe: dict[str, Any], subject: str) -> list[Finding]:
     ]
 
 
-def serve_findings(probe: dict[str, Any], subject: str) -> list[Finding]:
-    """Everything ``verify`` mode observed, judged."""
+def _same(got: object, want: str) -> bool:
+    return str(got).lower() == want.lower()
+
+
+@check(
+    "serve.server-info",
+    title="/server_info shows the settings the profile asked for",
+    group="serve",
+    meaning="SGLang resolved a backend, KV dtype, TP size or version other than the profile's (an 'auto' chose "
+    "differently, or another configuration is running).",
+    fix="Compare gpuhost serve status with the profile; restart with the profile (gpuhost launch sglang).",
+)
+def check_server_info(probe: dict[str, Any], expect: dict[str, str], subject: str) -> list[Finding]:
+    if not expect:
+        return []
+    info = probe.get("server_info")
+    if not isinstance(info, dict):
+        return [Finding(Level.WARN, "serve.server-info", subject, "/server_info could not be read")]
+    wrong = [
+        f"{k}={info[k]} (profile: {v})" for k, v in expect.items() if info.get(k) is not None and not _same(info[k], v)
+    ]
+    if wrong:
+        return [
+            Finding(
+                Level.FAIL,
+                "serve.server-info",
+                subject,
+                "the server resolved " + ", ".join(wrong),
+                cause="the running server is not configured as the profile says",
+                fix="gpuhost launch sglang --allow-restart",
+            )
+        ]
+    seen = [f"{k}={info[k]}" for k in expect if info.get(k) is not None]
+    return [
+        Finding(Level.PASS, "serve.server-info", subject, "server_info: " + ", ".join(seen or ["nothing to compare"]))
+    ]
+
+
+def serve_findings(probe: dict[str, Any], subject: str, expect: dict[str, str] | None = None) -> list[Finding]:
+    """Everything ``verify`` mode observed, judged (``expect``: /server_info keys and the profile's values)."""
     out = check_health(probe, subject)
     if probe.get("health") != 200:
         return out
@@ -219,5 +257,6 @@ def serve_findings(probe: dict[str, Any], subject: str) -> list[Finding]:
         + check_smoke(probe, subject)
         + check_canary(probe, subject)
         + check_logprobs(probe, subject)
-        + (check_speed(probe, subject))
+        + check_server_info(probe, expect or {}, subject)
+        + check_speed(probe, subject)
     )

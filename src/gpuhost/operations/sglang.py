@@ -335,6 +335,7 @@ def _sh(text: str) -> str:
 class VerifyServeArgs(Args):
     url: str
     model: str = "default"
+    expect: dict[str, str] = {}
     config_sha256: str | None = None
     timeout_s: float = 300.0
     subject: str = "sglang"
@@ -355,7 +356,7 @@ class SglangVerify(Operation[VerifyServeArgs]):
             if state.launched.get("config_sha256") != a.config_sha256:
                 raise SkipTask("not verified: the server runs an older configuration (restart pending)")
         probe = host.fact(serve_probe, a.url, "verify", a.model, a.timeout_s, time.monotonic_ns())
-        findings = serve_findings(probe, a.subject)
+        findings = serve_findings(probe, a.subject, a.expect)
         if any(f.failed for f in findings):
             raise OperationFailed(failure_text(findings))
         return nothing("; ".join(f.message for f in findings))

@@ -139,6 +139,31 @@ def _flag_value(profile: Profile, *names: str) -> Any:
     return None
 
 
+#: /server_info keys compared with what the profile sets (by argparse destination)
+SERVER_INFO_DESTS = (
+    "quantization",
+    "kv_cache_dtype",
+    "dsa_prefill_backend",
+    "dsa_decode_backend",
+    "moe_runner_backend",
+    "fp4_gemm_backend",
+    "attention_backend",
+)
+
+
+def server_info_expectation(profile: Profile) -> dict[str, str]:
+    """What /server_info must show for this profile: its SGLang version, TP size and pinned backends."""
+    from gpuhost.serve.effective import by_dest
+
+    dests = by_dest(profile)
+    out = {"version": profile.pins.sglang, "tp_size": str(profile.tp_size)}
+    for d in SERVER_INFO_DESTS:
+        value = dests.get(d)
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool) and str(value) != "auto":
+            out[d] = str(value)
+    return out
+
+
 def _executable(entry: str, venv: str) -> str:
     if entry.startswith("/"):
         return entry
@@ -190,6 +215,7 @@ class Launch:
         if profile.pins.sgl_deep_gemm:
             pins.append(f"sgl-deep-gemm=={profile.pins.sgl_deep_gemm}")
         self.pins = pins
+        self.expect = server_info_expectation(shaped)
 
     def template_vars(self, *, secret: bool) -> dict[str, Any]:
         return {
@@ -341,6 +367,7 @@ def container_tasks(host: HostContext, ctid: int, serve: ServeSpec, v: SglangVar
                             "served_model": launch.served_model,
                             "argv_sha256": launch.argv_sha256,
                             "sglang": p.pins.sglang,
+                            "expect": launch.expect,
                         },
                     )
                 )
@@ -368,7 +395,11 @@ def container_tasks(host: HostContext, ctid: int, serve: ServeSpec, v: SglangVar
             inside(
                 SglangVerify(
                     VerifyServeArgs(
-                        url=launch.url, model=launch.served_model, config_sha256=config, subject=f"{ct} sglang"
+                        url=launch.url,
+                        model=launch.served_model,
+                        expect=launch.expect,
+                        config_sha256=config,
+                        subject=f"{ct} sglang",
                     )
                 )
             ),

@@ -121,8 +121,9 @@ def verify_serve(
     report = ServeReport()
     for t in targets(inventory, limit=limit, ctids=ctids):
         try:
-            data, _ = probe(inventory, t, "verify", connect)
-            report.findings += serve_findings(data, t.subject)
+            data, launched = probe(inventory, t, "verify", connect)
+            expect = launched.get("expect")
+            report.findings += serve_findings(data, t.subject, expect if isinstance(expect, dict) else None)
         except GpuhostError as exc:
             report.findings.append(Finding(Level.FAIL, "reachable", t.subject, str(exc)))
     return report

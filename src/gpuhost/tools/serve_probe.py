@@ -25,6 +25,19 @@ CANARY = (
     ("What is 12+30? Answer with just the number.", "42"),
 )
 PERF_PROMPT = "Write a short paragraph about the history of computing."
+#: what ``verify`` keeps of /server_info: the resolved settings a profile pins (nothing secret)
+SERVER_INFO_KEYS = (
+    "version",
+    "tp_size",
+    "quantization",
+    "kv_cache_dtype",
+    "dsa_prefill_backend",
+    "dsa_decode_backend",
+    "moe_runner_backend",
+    "fp4_gemm_backend",
+    "attention_backend",
+    "served_model_name",
+)
 SECRET_KEYS = ("api_key", "admin_api_key", "hf_token", "token", "password", "secret")
 
 
@@ -188,6 +201,12 @@ def main(argv):
             dict(chat(url, key, model, q, timeout, logprobs=True, top_logprobs=1), expected=a) for q, a in CANARY
         ]
         out["perf"] = stream(url, key, model, timeout)
+        try:
+            code, raw = request(url, "/server_info", key=key, timeout=timeout)
+            info = json.loads(raw) if code == 200 else None
+        except (TimeoutError, urllib.error.URLError, OSError, ValueError):
+            info = None
+        out["server_info"] = {k: info.get(k) for k in SERVER_INFO_KEYS} if isinstance(info, dict) else None
     elif mode == "info" and out["health"] is not None:
         try:
             code, raw = request(url, "/server_info", key=key, timeout=timeout)

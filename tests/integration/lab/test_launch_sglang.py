@@ -200,6 +200,7 @@ def test_launch_installs_starts_is_ready_and_proven_then_changes_nothing(launch_
     assert API_KEY not in text
     assert "ready after" in text and "canary 4/4 correct" in text and "log-probabilities finite" in text
     assert "tokens/s single stream" in text
+    assert "server_info: version=0.5.23, tp_size=2, quantization=modelopt_fp4, kv_cache_dtype=fp8_e4m3" in text
     assert "loading weights" in first.stderr and "CUDA graph capture" in first.stderr  # progress while waiting
     assert ct(launch_lab, "stat -c %a /etc/gpuhost/sglang.env").stdout.strip() == "600"
     versions = ct(
@@ -215,6 +216,24 @@ def test_launch_installs_starts_is_ready_and_proven_then_changes_nothing(launch_
     assert status.returncode == 0, status.stdout + status.stderr
     assert "unit active, /health 200, profile lab-glm5-tp2 (SGLang 0.5.23)" in status.stdout
     assert API_KEY not in verify.stdout + status.stdout
+
+
+def test_a_changed_configuration_restarts_only_with_consent(launch_lab: LabHandle) -> None:
+    yaml = YAML(typ="safe", pure=True)
+    path = launch_lab.state_dir / "launch.yml"
+    doc = yaml.load(path.read_text())
+    doc["vars"]["sglang_p2p"] = {"available": True, "level": "PHB"}  # a P2P verdict: NCCL_P2P_LEVEL=PHB
+    with path.open("w") as fh:
+        yaml.dump(doc, fh)
+    before = ct(launch_lab, "cat /var/lib/gpuhost/sglang/start-marker").stdout
+    r = gpuhost(launch_lab, "launch", "sglang")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "runs an older configuration" in r.stdout and "rerun with --allow-restart" in r.stdout
+    assert ct(launch_lab, "cat /var/lib/gpuhost/sglang/start-marker").stdout == before  # not restarted
+    r = gpuhost(launch_lab, "launch", "sglang", "--allow-restart")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "restart gpuhost-sglang.service" in r.stdout and "canary 4/4 correct" in r.stdout
+    assert "NCCL_P2P_LEVEL=PHB" in ct(launch_lab, "cat /etc/gpuhost/sglang.env").stdout
 
 
 def test_stale_ready_line_is_not_ready_and_a_capture_hang_stops_the_server(launch_lab: LabHandle) -> None:

@@ -81,3 +81,17 @@ def test_runtime_floor_python_311_glibc_234():
     assert [f.level for f in check_runtime(old, "ct")] == [Level.FAIL, Level.FAIL]
     none = parse_runtime(CommandResult("x", 127, "", "sh: python3: not found"))
     assert check_runtime(none, "ct")[0].message == "python3 is not installed"
+
+
+def test_server_info_must_show_what_the_profile_pins():
+    expect = {"version": "0.5.23", "tp_size": "8", "dsa_decode_backend": "flashinfer_sparse_mla"}
+    good = dict(
+        probe([answer("Paris", "Paris")]),
+        server_info={"version": "0.5.23", "tp_size": 8, "dsa_decode_backend": "flashinfer_sparse_mla"},
+    )
+    assert levels(serve_findings(good, "ct", expect))["serve.server-info"] == Level.PASS
+    bad = dict(good, server_info={"version": "0.5.23", "tp_size": 8, "dsa_decode_backend": "trtllm"})
+    out = [f for f in serve_findings(bad, "ct", expect) if f.check == "serve.server-info"]
+    assert out[0].level == Level.FAIL and "dsa_decode_backend=trtllm (profile: flashinfer_sparse_mla)" in out[0].message
+    unread = dict(good, server_info=None)
+    assert levels(serve_findings(unread, "ct", expect))["serve.server-info"] == Level.WARN

@@ -85,6 +85,15 @@ def test_the_shipped_profile_renders_the_exact_command(monkeypatch: pytest.Monke
         "torch==2.14.1",
         "sgl-deep-gemm==0.2.3.post2",
     ]
+    assert launch.expect == {
+        "version": "0.5.23",
+        "tp_size": "8",
+        "quantization": "modelopt_fp4",
+        "kv_cache_dtype": "fp8_e4m3",
+        "dsa_prefill_backend": "flashinfer_sparse_mla",
+        "dsa_decode_backend": "flashinfer_sparse_mla",
+        "moe_runner_backend": "flashinfer_cutlass",
+    }
     shown = launch.template_vars(secret=False)["sglang"]
     assert shown["api_key"] == "<secret>" and launch.template_vars(secret=True)["sglang"]["api_key"] == "sk-unit-secret"
 

@@ -143,7 +143,8 @@ def status(
         try:
             with _ct(inventory, t, connect) as ct:
                 active, token, launched = _state(ct)
-                now = ct.run("date +%s", check=False).stdout.strip()
+                # the start marker's age on the target's own clock (no skew with this machine)
+                clock = ct.run(f"date +%s; stat -c %Y {target.MARKER_FILE}", check=False).stdout.split()
                 gpus = parse_gpus(
                     ct.run(
                         "nvidia-smi --query-gpu=compute_cap,driver_version,memory.used,memory.total "
@@ -152,7 +153,9 @@ def status(
                     )
                 )
             data, _ = probe(inventory, t, "health", connect) if launched.get("url") else ({"health": None}, {})
-            started = launched.get("started_epoch")
+            now, started = (
+                (int(clock[0]), int(clock[1])) if len(clock) == 2 and all(c.isdigit() for c in clock) else (0, 0)
+            )
             row.update(
                 unit=active,
                 health=data.get("health"),
@@ -161,7 +164,7 @@ def status(
                 model=launched.get("model"),
                 url=launched.get("url"),
                 started_at=launched.get("started_at"),
-                uptime_s=(int(now) - int(started)) if active == "active" and now.isdigit() and started else None,
+                uptime_s=(now - started) if active == "active" and started else None,
                 gpu_memory_used_mib=sum(g.memory_used_mib or 0 for g in gpus),
                 gpu_memory_total_mib=sum(g.memory_total_mib or 0 for g in gpus),
                 gpus=len(gpus),

@@ -251,16 +251,19 @@ class SglangReady(Operation[ReadyArgs]):
             watch = host.fact(serve_watch, a.url, time.monotonic_ns() + nonce)
             now = time.monotonic()
             lines = target.lines_of_start(watch.journal, token)
+            passed: list[Phase] = []
             for line in (lines or [])[fed:]:
                 scanner.feed(line)
                 st = scanner.phases.state
-                if shown != st.phase and nonce > 1:  # every phase passed through, even between two polls
+                if shown != st.phase:  # every phase passed through, even between two polls
                     shown, phase_since, last_report = st.phase, now, now
-                    progress.info("%s: %s (%s)", a.subject, PHASE_WORDS[st.phase], _elapsed(now - start))
+                    passed.append(st.phase)
             fed = len(lines or [])
             st = scanner.phases.state
             if nonce == 1 and lines is not None and watch.health == 200 and st.ready_lines > 0:
                 return nothing(f"ready (up already), KV {st.kv_tokens} tokens, {st.graph_captures_done} graph captures")
+            for phase in passed:  # a server found ready at the first look shows no start-up it did not have
+                progress.info("%s: %s (%s)", a.subject, PHASE_WORDS[phase], _elapsed(now - start))
             fatal = [h for h in scanner.report() if h.fatal]
             if fatal:
                 # the first line of a crash is often the generic one ("Scheduler hit an exception"); its

@@ -3,8 +3,9 @@
 ``cli`` → ``runner`` → ``playbook`` → ``roles`` → ``operations`` → ``checks`` → ``facts`` → ``core``,
 with ``connection`` beside ``facts`` (both on ``core``, neither on the other); ``pve.config`` sits with
 the facts, ``pve.api`` with the connection. The base modules (:data:`BASE`) may be imported from any
-layer and import none. ``p2p``, ``serve`` and ``bench_serving`` are applications on checks, facts,
-connection and core. ``gpuhost.lab`` (test tooling), ``gpuhost.probe`` and ``gpuhost.tools`` (programs
+layer and import none. ``serve`` (profiles, flag tables, validator, launch command, log signatures) is the
+serving library on the checks, below the operations: the sglang launch role and its operations build on it.
+``p2p`` and ``bench_serving`` are applications on serve, checks, facts, connection and core. ``gpuhost.lab`` (test tooling), ``gpuhost.probe`` and ``gpuhost.tools`` (programs
 shipped to targets) are not walked as the product; the product may not import the lab (only the ``gpuhost lab``
 commands in ``cli`` front it), and the shipped programs must import nothing of gpuhost outside their own package.
 
@@ -28,7 +29,7 @@ PKG = SRC / "gpuhost"
 NOT_WALKED = ("gpuhost.lab", "gpuhost.probe", "gpuhost.tools")
 BASE = ("errors", "redact", "yamlfile", "resources", "secrets", "templating", "inventory")
 CORE_PROTOCOL = "gpuhost.core.context"
-APPS = ("p2p", "serve", "bench_serving")
+APPS = ("p2p", "bench_serving")
 
 #: What each layer may import, besides itself and the base modules.
 ALLOWED: dict[str, set[str]] = {
@@ -36,15 +37,41 @@ ALLOWED: dict[str, set[str]] = {
     "facts": {"core"},
     "connection": {"core"},
     "checks": {"facts", "core"},
+    # the serving library (profiles, flag tables, validator, launch command, log signatures): pure, on the checks;
+    # the sglang launch role and its operations are built on it
+    "serve": {"checks", "facts", "core"},
     # vm_p2p judges the guest's P2P status with the P2P judge (a client of the check model)
-    "operations": {"checks", "facts", "core", "app"},
-    "roles": {"operations", "checks", "facts", "core"},
-    "playbook": {"roles", "operations", "checks", "facts", "core"},
-    "runner": {"playbook", "roles", "operations", "checks", "facts", "connection", "core"},
-    "cli": {"acceptance", "runner", "playbook", "roles", "operations", "checks", "facts", "connection", "core", "app"},
+    "operations": {"serve", "checks", "facts", "core", "app"},
+    "roles": {"operations", "serve", "checks", "facts", "core"},
+    "playbook": {"roles", "operations", "serve", "checks", "facts", "core"},
+    "runner": {"playbook", "roles", "operations", "serve", "checks", "facts", "connection", "core"},
+    "cli": {
+        "acceptance",
+        "runner",
+        "playbook",
+        "roles",
+        "operations",
+        "serve",
+        "checks",
+        "facts",
+        "connection",
+        "core",
+        "app",
+    },
     # the acceptance suite proves deployments with the shared checks, over the runner's connections
-    "acceptance": {"runner", "playbook", "roles", "operations", "checks", "facts", "connection", "core", "app"},
-    "app": {"checks", "facts", "connection", "core"},
+    "acceptance": {
+        "runner",
+        "playbook",
+        "roles",
+        "operations",
+        "serve",
+        "checks",
+        "facts",
+        "connection",
+        "core",
+        "app",
+    },
+    "app": {"serve", "checks", "facts", "connection", "core"},
     "base": set(),
 }
 

@@ -21,8 +21,10 @@ def _register() -> None:
         doctor,  # noqa: F401
         inventory_cmd,  # noqa: F401
         lab,  # noqa: F401
+        launch,  # noqa: F401
         playbook_commands,  # noqa: F401
         provision,  # noqa: F401
+        serve,  # noqa: F401
         shell,  # noqa: F401
         verify,  # noqa: F401
     )

@@ -214,3 +214,27 @@ def verify_lxc_command(
         drift=drift,
         verbose=verbose,
     )
+
+
+@verify_app.command("serve")
+def verify_serve_command(
+    inventory: Path = typer.Option(..., "-i", "--inventory", help="Inventory file (YAML)."),
+    limit: str | None = typer.Option(None, "--limit", "-l", help="Only these nodes or groups (comma list)."),
+    ctid: list[int] = typer.Option([], "--ctid", help="Only this container (repeat for more)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object (schema gpuhost.verify/1)."),
+) -> None:
+    """Prove each launched server serves correctly: /health, a smoke completion, the accuracy canary with finite
+    logprobs, and single-stream TTFT and tokens/s.
+
+    Exit 0 when every check passes, 1 when one fails, 2 on bad input.
+    """
+    from gpuhost.cli.output import print_findings
+    from gpuhost.inventory.loader import load_inventory
+    from gpuhost.runner.serve import verify_serve
+
+    report = verify_serve(load_inventory(inventory), limit=limit, ctids=ctid or None)
+    if as_json:
+        print_json(report.to_json())
+    else:
+        print_findings(report.findings)
+    raise typer.Exit(report.exit_code)

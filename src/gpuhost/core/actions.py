@@ -90,14 +90,26 @@ class RestartGuest:
 
 
 @dataclass(frozen=True)
+class RestartService:
+    """Restart a running service (a model server) so a new configuration applies: only with the operator's
+    consent (``--allow-restart``), never because a variable says so."""
+
+    unit: str
+    command: str
+
+    def describe(self) -> str:
+        return f"restart {self.unit}"
+
+
+@dataclass(frozen=True)
 class InGuest:
     """An action carried out inside a guest of the host (an LXC container through ``pct``, a VM over SSH)."""
 
     guest: Guest
-    action: WriteFile | RunCommand
+    action: WriteFile | RunCommand | RestartService
 
     def describe(self) -> str:
         return f"{self.guest}: {self.action.describe()}"
 
 
-Action = WriteFile | RunCommand | RebootHost | PveCall | EditGuestConfig | RestartGuest | InGuest
+Action = WriteFile | RunCommand | RebootHost | PveCall | EditGuestConfig | RestartGuest | RestartService | InGuest

@@ -13,6 +13,7 @@ from gpuhost import yamlfile
 from gpuhost.errors import InventoryError
 from gpuhost.inventory.models import GroupSpec, InventoryFile, NodeSpec
 
+_SERVE_PATH_FIELDS = ("api_key_file", "hf_token_file")
 _PATH_FIELDS = {"ssh": ("key_file", "known_hosts_file", "password_file"), "api": ("token_secret_file", "ca_file")}
 
 
@@ -125,6 +126,9 @@ def _resolve_paths(raw: dict[str, Any], base: Path) -> None:
         for entry in [node, *guests]:  # a VM's ssh section (its guest) resolves like the node's
             for section, keys in _PATH_FIELDS.items():
                 fix(entry.get(section), keys)
+        containers = node.get("containers")
+        for ct in containers.values() if isinstance(containers, dict) else ():
+            fix(ct.get("serve") if isinstance(ct, dict) else None, _SERVE_PATH_FIELDS)
         ssh = node.get("ssh")
         if isinstance(ssh, dict):
             fix(ssh, ("config_file",))

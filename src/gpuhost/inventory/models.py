@@ -16,6 +16,8 @@ _INLINE_SECRETS = {
     "password": "password_env or password_file",
     "token_secret": "token_secret_env or token_secret_file",
     "token": "token_id plus token_secret_env or token_secret_file",
+    "api_key": "api_key_env or api_key_file",
+    "hf_token": "hf_token_env or hf_token_file",
 }
 
 
@@ -141,6 +143,66 @@ _NET_KEYS = {
 _SAFE_VALUE = re.compile(r"^[A-Za-z0-9_.:/;+-]+$")
 
 
+_PROFILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+_REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
+
+
+class ServeSpec(_Model):
+    """What a guest serves with SGLang (``gpuhost launch sglang``). Secrets only through ``*_env`` / ``*_file``."""
+
+    profile: str = Field(description="launch profile name (gpuhost.serve profiles, or one of sglang_profile_dirs)")
+    model: str | None = Field(
+        None,
+        description="Hugging Face repo id (owner/name, downloaded on the target) or an absolute path already on "
+        "the target; default: the profile's model",
+    )
+    model_revision: str | None = Field(None, description="repo revision (branch, tag or commit) to download")
+    model_node_dir: str | None = Field(
+        None,
+        description="absolute directory on the node copied once into the container at `model` (small snapshots, "
+        "the lab); large checkpoints belong on a bind mount or are downloaded",
+    )
+    host: str | None = Field(None, description="address the server listens on; default: the profile's --host")
+    port: int | None = Field(None, ge=1, le=65535, description="HTTP port; default: the profile's --port")
+    api_key_env: EnvName | None = Field(None, description="environment variable holding the server's API key")
+    api_key_file: str | None = Field(None, description="file (mode 0600) holding the server's API key")
+    hf_token_env: EnvName | None = Field(None, description="environment variable holding a Hugging Face token")
+    hf_token_file: str | None = Field(None, description="file (mode 0600) holding a Hugging Face token")
+
+    @field_validator("profile")
+    @classmethod
+    def _profile(cls, v: str) -> str:
+        if not _PROFILE_NAME.match(v):
+            raise ValueError("not a profile name (letters, digits, '.', '_', '-')")
+        return v
+
+    @field_validator("model")
+    @classmethod
+    def _model(cls, v: str | None) -> str | None:
+        if v is not None and not (v.startswith("/") and ".." not in v.split("/")) and not _REPO_ID.match(v):
+            raise ValueError("neither a Hugging Face repo id (owner/name) nor an absolute path")
+        if v is not None and any(c.isspace() or c in "\"'$`\\;|&<>" for c in v):
+            raise ValueError("must not contain spaces, quotes or shell characters")
+        return v
+
+    @field_validator("model_node_dir")
+    @classmethod
+    def _node_dir(cls, v: str | None) -> str | None:
+        if v is not None and (not v.startswith("/") or ".." in v.split("/") or any(c.isspace() for c in v)):
+            raise ValueError("must be an absolute path without '..' or spaces")
+        return v
+
+    @model_validator(mode="after")
+    def _secrets(self) -> ServeSpec:
+        if self.api_key_env and self.api_key_file:
+            raise ValueError("give api_key_env or api_key_file, not both")
+        if self.hf_token_env and self.hf_token_file:
+            raise ValueError("give hf_token_env or hf_token_file, not both")
+        if self.model_node_dir and not (self.model and self.model.startswith("/")):
+            raise ValueError("model_node_dir needs model: the absolute path it is copied to in the container")
+        return self
+
+
 class ContainerSpec(_Model):
     """An LXC guest on a node. Values PVE would refuse are refused here, before any host is touched."""
 
@@ -163,6 +225,7 @@ class ContainerSpec(_Model):
     unprivileged: bool = Field(default=False, description="an unprivileged container (user namespaces)")
     features: str | None = Field(default=None, description="PVE features string, e.g. nesting=1")
     onboot: bool = Field(default=True, description="start the container when the node boots")
+    serve: ServeSpec | None = Field(default=None, description="what this container serves (gpuhost launch sglang)")
 
     @field_validator("hostname")
     @classmethod

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ConfigDict, Field
 
-from gpuhost.core.actions import EditGuestConfig, InGuest, PveCall, RestartGuest, RunCommand, WriteFile
+from gpuhost.core.actions import EditGuestConfig, InGuest, PveCall, RestartGuest, RestartService, RunCommand, WriteFile
 from gpuhost.core.guest import Guest
 from gpuhost.core.operation import Args, Operation, OperationLookup, SkipTask
 from gpuhost.core.plan import Plan, nothing, unified_diff
@@ -507,7 +507,7 @@ class InCt(Operation[InContainerArgs]):
         plan = inner.plan(host.guest(ct))
         inside = []
         for act in plan.actions:
-            if not isinstance(act, (WriteFile, RunCommand)):
+            if not isinstance(act, (WriteFile, RunCommand, RestartService)):
                 raise OperationFailed(
                     f"in_container: {inner.kind} asks for {act.describe()}, which cannot run inside a container"
                 )

@@ -15,6 +15,7 @@ from gpuhost.operations.lxc import InCt, LxcContainer, LxcDevices, LxcRestart, L
 from gpuhost.operations.modules import ModuleList
 from gpuhost.operations.nvidia import NvidiaDriver
 from gpuhost.operations.reboot import Reboot, RebootIfNeeded
+from gpuhost.operations.sglang import SecretEnvFile, SglangReady, SglangService, SglangTarget, SglangVerify
 from gpuhost.operations.systemd import Systemd
 from gpuhost.operations.verify import Verify
 from gpuhost.operations.vm import InVm, VmCommandLineProof, VmConfig, VmPendingApplied, VmRunning
@@ -50,6 +51,11 @@ OPERATIONS = build_table(
         NvidiaDriver,
         Reboot,
         RebootIfNeeded,
+        SecretEnvFile,
+        SglangReady,
+        SglangService,
+        SglangTarget,
+        SglangVerify,
         Systemd,
         Template,
         Verify,

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ConfigDict, Field
 
-from gpuhost.core.actions import InGuest, PveCall, RestartGuest, RunCommand, WriteFile
+from gpuhost.core.actions import InGuest, PveCall, RestartGuest, RestartService, RunCommand, WriteFile
 from gpuhost.core.guest import Guest
 from gpuhost.core.operation import Args, Operation, OperationLookup, SkipTask
 from gpuhost.core.plan import Plan, nothing, unified_diff
@@ -260,7 +260,7 @@ class InVm(Operation[InVmArgs]):
         plan = inner.plan(host.guest(vm))
         inside = []
         for act in plan.actions:
-            if not isinstance(act, (WriteFile, RunCommand)):
+            if not isinstance(act, (WriteFile, RunCommand, RestartService)):
                 raise OperationFailed(
                     f"in_vm: {inner.kind} asks for {act.describe()}, which gpuhost does not do in a VM"
                 )

@@ -8,6 +8,7 @@ from typing import Any
 from gpuhost.roles.base import Role
 from gpuhost.roles.lxc_gpu import LxcGpu
 from gpuhost.roles.proxmox_host import ProxmoxHost
+from gpuhost.roles.sglang import Sglang
 from gpuhost.roles.vm_gpu import VmGpuRole
 
 
@@ -20,7 +21,7 @@ def build_table(classes: Iterable[type[Role[Any]]]) -> dict[str, type[Role[Any]]
     return table
 
 
-ROLES = build_table([LxcGpu, ProxmoxHost, VmGpuRole])
+ROLES = build_table([LxcGpu, ProxmoxHost, Sglang, VmGpuRole])
 
 
 def get_role(name: str) -> type[Role[Any]] | None:

@@ -15,6 +15,7 @@ from gpuhost.core.actions import (
     PveCall,
     RebootHost,
     RestartGuest,
+    RestartService,
     RunCommand,
     WriteFile,
 )
@@ -33,6 +34,8 @@ def apply(host: RunnerHost, action: Action) -> None:
     elif isinstance(action, RunCommand):
         result = host.conn.run(action.command, ok_codes=action.ok_codes, timeout=action.timeout)
         (host.parent or host).command_output.append(result.stdout)
+    elif isinstance(action, RestartService):
+        host.conn.run(action.command)
     elif isinstance(action, RebootHost):
         reboot(host, action)
     elif isinstance(action, PveCall):

@@ -173,6 +173,10 @@ def pve_api(node: NodeSpec, conn: Connection) -> PveApi:
     return PveApi(conn, token_route(node))
 
 
+def _secret_reader(label: str, env: str | None, file: str | None) -> Callable[[], object]:
+    return lambda: read_secret(label, env=env, file=file)
+
+
 def secret_fields(node: NodeSpec) -> list[tuple[str, Callable[[], object]]]:
     """Each secret the node's entry names, as (inventory field, reader): read to check set, 0600, UTF-8, not empty."""
     out: list[tuple[str, Callable[[], object]]] = []
@@ -185,4 +189,16 @@ def secret_fields(node: NodeSpec) -> list[tuple[str, Callable[[], object]]]:
     if api is not None and (api.token_secret_env or api.token_secret_file):
         key = "token_secret_env" if api.token_secret_env else "token_secret_file"
         out.append((f"api.{key}", lambda: token_route(node)))
+    for ctid, ct in node.containers.items():
+        serve = ct.serve
+        if serve is None:
+            continue
+        for what, env, file in (
+            ("api_key", serve.api_key_env, serve.api_key_file),
+            ("hf_token", serve.hf_token_env, serve.hf_token_file),
+        ):
+            if env or file:
+                fld = f"containers.{ctid}.serve.{what}_{'env' if env else 'file'}"
+                label = f"{node.name}: CT {ctid} serve {what.replace('_', ' ')}"
+                out.append((fld, _secret_reader(label, env, file)))
     return out

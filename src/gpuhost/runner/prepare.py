@@ -159,7 +159,7 @@ def _role_run(ref: RoleRef, merged: MergedVars, templates: Templates) -> RoleRun
 
 
 #: Variables roles pass to their own templates (TemplateArgs.vars).
-_ROLE_PROVIDED = frozenset({"vfio_ids"})
+_ROLE_PROVIDED = frozenset({"vfio_ids", "sglang"})
 
 
 def read_secrets(inventory: Inventory, host: str) -> None:

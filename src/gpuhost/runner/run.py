@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuhost.connection.base import Connection
-from gpuhost.core.actions import RebootHost, RestartGuest
+from gpuhost.core.actions import InGuest, RebootHost, RestartGuest, RestartService
 from gpuhost.core.operation import SkipTask
 from gpuhost.core.task import Task
 from gpuhost.errors import ConnectionFailed, GpuhostError
@@ -106,6 +106,11 @@ class _HostRun:
             ctx.restarts_needed.update(a.guest for a in restarts)
             names = ", ".join(str(a.guest) for a in restarts)
             return "skipped", f"{names} must restart for its new configuration to apply; rerun with --allow-restart"
+        inner = [a.action if isinstance(a, InGuest) else a for a in plan_actions]
+        services = [a for a in inner if isinstance(a, RestartService)]
+        if services and not self.allow_restart:
+            names = ", ".join(a.unit for a in services)
+            return "skipped", f"{names} runs an older configuration and must restart; rerun with --allow-restart"
         return None
 
     def task(self, task: Task, *, handler: bool = False) -> TaskResult:

@@ -7,12 +7,16 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gpuhost.inventory.models import ContainerSpec, SSHConfig, VMSpec
+from gpuhost.inventory.models import ContainerSpec, ServeSpec, SSHConfig, VMSpec
 from gpuhost.lab.pypi.index import index_url
 from gpuhost.lab.sglang.model import NODE_DIR as MODEL_DIR
 from gpuhost.lab.spec import NodeSpec
 
 CONTAINER_ID = 200
+SERVE_PROFILE = "glm5-nvfp4-tp8-sm120"
+SERVE_GPUS = 8
+#: where the container's copy of the node's model snapshot lives
+CT_MODEL_DIR = "/srv/models/GLM-5-NVFP4"
 
 
 def drivers(state_dir: Path) -> dict[str, object] | None:
@@ -50,9 +54,17 @@ def containers(node: NodeSpec) -> dict[int, ContainerSpec]:
     if not node.gpus:
         return {}
     storage = "local-zfs" if node.boot == "systemd-boot" else "local-lvm"
-    return {
-        CONTAINER_ID: ContainerSpec(hostname="llm", gpus="all", memory=65536, cores=16, swap=0, rootfs=f"{storage}:8")
-    }
+    serve = None
+    if node.gpus >= SERVE_GPUS:  # the shipped GLM-5 profiles are TP8
+        serve = ServeSpec(
+            profile=SERVE_PROFILE,
+            model=CT_MODEL_DIR,
+            model_node_dir=MODEL_DIR,
+            host=node.address,  # containers share the host's network: each lab listens on its own address
+            port=30000,
+        )
+    spec = ContainerSpec(hostname="llm", gpus="all", memory=65536, cores=16, swap=0, rootfs=f"{storage}:8")
+    return {CONTAINER_ID: spec.model_copy(update={"serve": serve}) if serve else spec}
 
 
 def vms(node: NodeSpec, ssh: SSHConfig) -> dict[int, VMSpec]:

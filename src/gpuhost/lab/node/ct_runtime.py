@@ -42,6 +42,28 @@ def create_rootfs(vmid: int, hostname: str) -> None:
         if key.startswith("ssh_host_"):  # the container must not see the host's host keys
             os.mknod(up / "etc" / "ssh" / key, stat.S_IFCHR, os.makedev(0, 0))
     (up / "etc" / "hosts").write_text(f"127.0.0.1 localhost\n127.0.1.1 {hostname}\n")
+    _service_shims(up)
+
+
+#: the runtime half of systemd inside a container (its PID 1 is not systemd either), as on the node
+CT_SHIMS = {"systemctl": "systemctl", "journalctl": "journalctl"}
+
+
+def _service_shims(up: Path) -> None:
+    """``systemctl`` and ``journalctl`` of the container: the node's lab code, bind-mounted read-only at start."""
+    bin_dir = up / "usr" / "local" / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    for command, module in CT_SHIMS.items():
+        shim = bin_dir / command
+        shim.write_text(
+            "#!/usr/bin/python3 -I\n"
+            f"# {command}: systemd's runtime simulated by the gpuhost lab inside a container\n"
+            "import sys\n"
+            f"sys.path.insert(0, {paths.PYTHONPATH!r})\n"
+            f"from gpuhost.lab.node.cli.{module} import main\n"
+            "sys.exit(main(sys.argv[1:]))\n"
+        )
+        shim.chmod(0o755)
 
 
 def remove_rootfs(vmid: int) -> None:
@@ -122,6 +144,9 @@ def start(vmid: int, options: dict[str, str], lxc: list[tuple[str, str]], hide: 
         f"mount -t tmpfs -o mode=0755 run {R}/run",
         f"mount -t tmpfs -o mode=1777 tmp {R}/tmp",
         f"[ ! -f {MEMLOCK_PRELOAD} ] || cp {MEMLOCK_PRELOAD} {R}{CT_PRELOAD}",
+        # the lab code the container's systemctl/journalctl shims run (read-only)
+        f"[ ! -d {paths.PYTHONPATH}/gpuhost ] || {{ mkdir -p {R}{paths.PYTHONPATH} && "
+        f"mount --bind {paths.PYTHONPATH} {R}{paths.PYTHONPATH} && mount -o remount,bind,ro {R}{paths.PYTHONPATH}; }}",
     ]
     for path in hide:
         lines.append(f"[ ! -d {R}{path} ] || mount -t tmpfs -o mode=0700,size=1m hide {R}{path}")

@@ -110,6 +110,27 @@ def _commands(service: dict[str, list[str]], key: str) -> list[tuple[list[str], 
     return out
 
 
+def _env_file(path: str, env: dict[str, str]) -> None:
+    """systemd's EnvironmentFile=: KEY=VALUE lines, # comments, optional quotes; a leading '-' allows a missing file."""
+    optional = path.startswith("-")
+    try:
+        with open(path.lstrip("-")) as fh:
+            text = fh.read()
+    except OSError:
+        if optional:
+            return
+        raise UnitError(f"Failed to load environment files: {path}", 1) from None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")) or "=" not in line:
+            continue
+        key, value = line.split("=", 1)
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        env[key.strip()] = value
+
+
 def _env(service: dict[str, list[str]]) -> dict[str, str]:
     env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C.UTF-8"}
     for item in service.get("Environment", []):
@@ -117,6 +138,8 @@ def _env(service: dict[str, list[str]]) -> dict[str, str]:
             if "=" in pair:
                 k, v = pair.split("=", 1)
                 env[k] = v
+    for path in service.get("EnvironmentFile", []):  # systemd: these override Environment=
+        _env_file(path, env)
     return env
 
 

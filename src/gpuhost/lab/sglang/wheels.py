@@ -28,6 +28,8 @@ RELEASES = (
 #: transformers releases on the index; glm_moe_dsa arrived in 5.2.0
 TRANSFORMERS = ("4.57.1", "5.2.0", "5.19.0")
 GLM_MOE_DSA_SINCE = (5, 2, 0)
+#: sgl-deep-gemm releases on the index (the 0.5.23 profiles pin it; the stand-in needs none of it)
+SGL_DEEP_GEMM = ("0.2.3.post2",)
 BASE_MODEL_TYPES = ("llama", "qwen2", "qwen3", "deepseek_v3", "glm4", "glm4_moe", "mistral", "gpt_oss")
 
 
@@ -108,6 +110,16 @@ def build_all(out_dir: Path) -> list[Path]:
                 v,
                 {"flashinfer/__init__.py": companions.FLASHINFER.format(version=v).encode()},
                 summary="FlashInfer: Kernel Library for LLM Serving",
+            )
+        )
+    for v in SGL_DEEP_GEMM:
+        out.append(
+            wheel.build(
+                out_dir,
+                "sgl_deep_gemm",
+                v,
+                {"deep_gemm/__init__.py": f'"""lab stand-in"""\n\n__version__ = "{v}"\n'.encode()},
+                summary="DeepGEMM kernels packaged for SGLang",
             )
         )
     return out

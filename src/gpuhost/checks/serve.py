@@ -1,0 +1,262 @@
+"""Checks of a serving target and of a running SGLang server: pure functions of what the probe observed.
+
+Shared by the launch role's last steps and ``gpuhost verify serve``. The probe (``gpuhost/tools/serve_probe.py``)
+runs on the target and reports answers; these functions judge them.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from gpuhost.checks.finding import Finding, Level, check
+from gpuhost.facts.serve import RuntimeFacts
+
+PYTHON_MIN = (3, 11)  # SGLang 0.5.23 requires-python >= 3.11
+GLIBC_MIN = (2, 34)  # manylinux_2_34 wheels (sglang 0.5.23, its kernels)
+
+
+@check(
+    "serve.runtime",
+    title="Python >= 3.11 and glibc >= 2.34 on the serving target",
+    group="serve",
+    meaning="SGLang 0.5.23 and its kernel wheels (manylinux_2_34) install only on Python >= 3.11 with glibc >= 2.34.",
+    fix="Use a Debian 12 / Ubuntu 22.04 or newer target (python3, python3-venv).",
+)
+def check_runtime(facts: RuntimeFacts, subject: str) -> list[Finding]:
+    out = []
+    if facts.python is None:
+        out.append(Finding(Level.FAIL, "serve.runtime", subject, "python3 is not installed", fix="apt install python3"))
+    elif facts.python[:2] < PYTHON_MIN:
+        have = ".".join(map(str, facts.python))
+        out.append(
+            Finding(
+                Level.FAIL,
+                "serve.runtime",
+                subject,
+                f"python3 is {have}; SGLang needs >= {'.'.join(map(str, PYTHON_MIN))}",
+                fix="use a newer distribution on the target",
+            )
+        )
+    else:
+        out.append(Finding(Level.PASS, "serve.runtime", subject, f"python {'.'.join(map(str, facts.python))}"))
+    if facts.libc != "glibc" or facts.libc_version is None:
+        out.append(Finding(Level.FAIL, "serve.runtime", subject, f"C library is {facts.libc or 'unknown'}, not glibc"))
+    elif facts.libc_version[:2] < GLIBC_MIN:
+        out.append(
+            Finding(
+                Level.FAIL,
+                "serve.runtime",
+                subject,
+                f"glibc {'.'.join(map(str, facts.libc_version))} is older than "
+                f"{'.'.join(map(str, GLIBC_MIN))} (the manylinux_2_34 wheels will not install)",
+                fix="use a newer distribution on the target",
+            )
+        )
+    else:
+        out.append(Finding(Level.PASS, "serve.runtime", subject, f"glibc {'.'.join(map(str, facts.libc_version))}"))
+    return out
+
+
+@check(
+    "serve.health",
+    title="/health answers 200",
+    group="serve",
+    meaning="The server is down, still starting, or unhealthy (its scheduler stopped answering).",
+    fix="gpuhost serve status / gpuhost serve logs; gpuhost launch sglang to start it.",
+)
+def check_health(probe: dict[str, Any], subject: str) -> list[Finding]:
+    code = probe.get("health")
+    if code == 200:
+        return [Finding(Level.PASS, "serve.health", subject, "/health 200")]
+    seen = f"/health {code}" if code is not None else f"no answer ({probe.get('error') or 'connection failed'})"
+    return [Finding(Level.FAIL, "serve.health", subject, seen, fix="gpuhost serve status; gpuhost serve logs")]
+
+
+def answer_matches(answer: dict[str, Any]) -> bool:
+    """The expected word appears in the content (or, when the content is empty, in the reasoning)."""
+    expected = str(answer.get("expected", ""))
+    text = answer.get("content") or answer.get("reasoning") or ""
+    if not expected or not isinstance(text, str):
+        return False
+    return re.search(rf"(?<![\w]){re.escape(expected)}(?![\w])", text, re.IGNORECASE) is not None
+
+
+def _shown(answer: dict[str, Any]) -> str:
+    if answer.get("error"):
+        return f"error: {str(answer['error'])[:200]}"
+    content = answer.get("content")
+    return repr(content[:120]) if isinstance(content, str) else "no content"
+
+
+@check(
+    "serve.smoke",
+    title="A chat completion returns the checkable answer",
+    group="serve",
+    meaning="The server answers requests but not correctly (or not at all): it started and does not serve.",
+    fix="gpuhost serve logs (a crash at the first real query shows there); try the profile's fallback.",
+)
+def check_smoke(probe: dict[str, Any], subject: str) -> list[Finding]:
+    smoke = probe.get("smoke")
+    if not isinstance(smoke, dict):
+        return [Finding(Level.FAIL, "serve.smoke", subject, "no smoke completion was made (server not healthy)")]
+    if answer_matches(smoke):
+        how = " (with reasoning_content)" if smoke.get("reasoning") else ""
+        return [Finding(Level.PASS, "serve.smoke", subject, f"smoke answer {smoke['expected']}{how}")]
+    return [
+        Finding(
+            Level.FAIL,
+            "serve.smoke",
+            subject,
+            f"asked {smoke.get('question')!r}, expected {smoke.get('expected')}, got {_shown(smoke)}",
+            cause="the first real query failed or returned a wrong answer",
+            fix="gpuhost serve logs",
+        )
+    ]
+
+
+@check(
+    "serve.canary",
+    title="Deterministic questions get their known answers at temperature 0",
+    group="serve",
+    meaning="Wrong answers at temperature 0 mean broken numerics (a bad kernel, KV dtype or checkpoint), "
+    "even when the server looks healthy.",
+    fix="Check the profile's backends and KV dtype against the validator; try the fallback profile.",
+)
+def check_canary(probe: dict[str, Any], subject: str) -> list[Finding]:
+    canary = probe.get("canary")
+    if not isinstance(canary, list) or not canary:
+        return [Finding(Level.FAIL, "serve.canary", subject, "no canary questions were asked (server not healthy)")]
+    wrong = [a for a in canary if not (isinstance(a, dict) and answer_matches(a))]
+    if not wrong:
+        return [Finding(Level.PASS, "serve.canary", subject, f"canary {len(canary)}/{len(canary)} correct")]
+    first = wrong[0]
+    return [
+        Finding(
+            Level.FAIL,
+            "serve.canary",
+            subject,
+            f"canary {len(canary) - len(wrong)}/{len(canary)} correct; e.g. {first.get('question')!r}: expected "
+            f"{first.get('expected')}, got {_shown(first)}",
+            cause="the model's output is wrong at temperature 0: numerics, not sampling",
+            fix="compare the profile with gpuhost.serve.validate; try the fallback profile; clear the JIT cache",
+        )
+    ]
+
+
+@check(
+    "serve.logprobs",
+    title="Log-probabilities of the canary answers are finite",
+    group="serve",
+    meaning="NaN or infinite log-probabilities: the seeds' NaN decode crash passed warm-up and died on the first "
+    "real query.",
+    fix="Use SGLang >= 0.5.17 with the DSA path; try --cuda-graph-backend-decode disabled to tell graph from kernel.",
+)
+def check_logprobs(probe: dict[str, Any], subject: str) -> list[Finding]:
+    canary = probe.get("canary")
+    if not isinstance(canary, list) or not canary:
+        return [Finding(Level.FAIL, "serve.logprobs", subject, "no log-probabilities (no canary answers)")]
+    count = bad = 0
+    for a in canary:
+        lp = a.get("logprobs") if isinstance(a, dict) else None
+        if not isinstance(lp, dict):
+            continue
+        count += int(lp.get("count") or 0)
+        bad += int(lp.get("nonfinite") or 0)
+        for key in ("min", "max"):
+            v = lp.get(key)
+            if isinstance(v, (int, float)) and (not math.isfinite(v) or v > 0):
+                bad += 1
+    if count == 0:
+        return [Finding(Level.FAIL, "serve.logprobs", subject, "the server returned no log-probabilities")]
+    if bad:
+        return [
+            Finding(
+                Level.FAIL,
+                "serve.logprobs",
+                subject,
+                f"{bad} of {count} log-probabilities are not finite (or > 0)",
+                cause="NaN/inf logits",
+                fix="see sglang.log.nan-in-sampling",
+            )
+        ]
+    return [Finding(Level.PASS, "serve.logprobs", subject, f"{count} log-probabilities finite")]
+
+
+@check(
+    "serve.speed",
+    title="Single-stream time to first token and tokens/s",
+    group="serve",
+    meaning="Measured, not judged: one streamed request at temperature 0 (see gpuhost bench sglang for load).",
+    fix="-",
+)
+def check_speed(probe: dict[str, Any], subject: str) -> list[Finding]:
+    perf = probe.get("perf")
+    if not isinstance(perf, dict):
+        return []
+    if perf.get("error"):
+        return [Finding(Level.WARN, "serve.speed", subject, f"streamed request failed: {perf['error']}")]
+    tps = perf.get("tokens_per_s")
+    return [
+        Finding(
+            Level.INFO,
+            "serve.speed",
+            subject,
+            f"TTFT {perf.get('ttft_s')} s, {tps if tps is not None else '-'} tokens/s single stream "
+            f"({perf.get('tokens')} tokens)",
+        )
+    ]
+
+
+def _same(got: object, want: str) -> bool:
+    return str(got).lower() == want.lower()
+
+
+@check(
+    "serve.server-info",
+    title="/server_info shows the settings the profile asked for",
+    group="serve",
+    meaning="SGLang resolved a backend, KV dtype, TP size or version other than the profile's (an 'auto' chose "
+    "differently, or another configuration is running).",
+    fix="Compare gpuhost serve status with the profile; restart with the profile (gpuhost launch sglang).",
+)
+def check_server_info(probe: dict[str, Any], expect: dict[str, str], subject: str) -> list[Finding]:
+    if not expect:
+        return []
+    info = probe.get("server_info")
+    if not isinstance(info, dict):
+        return [Finding(Level.WARN, "serve.server-info", subject, "/server_info could not be read")]
+    wrong = [
+        f"{k}={info[k]} (profile: {v})" for k, v in expect.items() if info.get(k) is not None and not _same(info[k], v)
+    ]
+    if wrong:
+        return [
+            Finding(
+                Level.FAIL,
+                "serve.server-info",
+                subject,
+                "the server resolved " + ", ".join(wrong),
+                cause="the running server is not configured as the profile says",
+                fix="gpuhost launch sglang --allow-restart",
+            )
+        ]
+    seen = [f"{k}={info[k]}" for k in expect if info.get(k) is not None]
+    return [
+        Finding(Level.PASS, "serve.server-info", subject, "server_info: " + ", ".join(seen or ["nothing to compare"]))
+    ]
+
+
+def serve_findings(probe: dict[str, Any], subject: str, expect: dict[str, str] | None = None) -> list[Finding]:
+    """Everything ``verify`` mode observed, judged (``expect``: /server_info keys and the profile's values)."""
+    out = check_health(probe, subject)
+    if probe.get("health") != 200:
+        return out
+    return (
+        out
+        + check_smoke(probe, subject)
+        + check_canary(probe, subject)
+        + check_logprobs(probe, subject)
+        + check_server_info(probe, expect or {}, subject)
+        + check_speed(probe, subject)
+    )

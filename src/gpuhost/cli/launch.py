@@ -1,0 +1,54 @@
+"""``gpuhost launch sglang``: the built-in launch playbook with the shared run flags."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from gpuhost.cli.flags import RunFlags, run_flags
+from gpuhost.cli.playbook_commands import InventoryOpt, run_with_flags
+from gpuhost.cli.root import app
+
+launch_app = typer.Typer(help="Launch LLM servers in the inventory's GPU guests.", no_args_is_help=True)
+app.add_typer(launch_app, name="launch")
+
+
+def _progress_to_stderr() -> None:
+    """Readiness phases and elapsed times while waiting (stderr, so --json stays one object)."""
+    import logging
+    import sys
+
+    logger = logging.getLogger("gpuhost.progress")
+    if not any(getattr(h, "_gpuhost", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("  … %(message)s"))
+        handler._gpuhost = True  # type: ignore[attr-defined]
+        logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
+@launch_app.command("sglang")
+@run_flags
+def launch_sglang(
+    inventory: Path = InventoryOpt,
+    ctid: list[int] = typer.Option([], "--ctid", help="Only this container (repeat for more)."),
+    profile: str | None = typer.Option(None, "--profile", help="Launch this profile instead of serve.profile."),
+    *,
+    flags: RunFlags,
+) -> None:
+    """Validate, install, start and prove SGLang in each container with a serve: entry.
+
+    A running server with a changed configuration is restarted only with --allow-restart.
+    Exit 0 when every server is ready and answers correctly, 1 when one fails, 2 on bad input (nothing changed).
+    """
+    from gpuhost.cli.provision import _builtin
+
+    preset: dict[str, object] = {}
+    if ctid:
+        preset["lxc_ctids"] = ctid
+    if profile:
+        preset["sglang_profile"] = profile
+    _progress_to_stderr()
+    raise typer.Exit(run_with_flags(_builtin("launch-sglang.yml"), inventory, flags, preset))

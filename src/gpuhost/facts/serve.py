@@ -1,0 +1,213 @@
+"""What a serving target shows: its Python and glibc, its GPUs, the server's unit, state, journal and answers.
+
+Every fact here is read-only. The ``nonce`` argument of the live facts (journal, probe) only makes each poll a new
+cache entry: the command ignores it.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpuhost.core.facts import Fact
+from gpuhost.core.result import CommandResult
+from gpuhost.facts import serve_layout as target
+from gpuhost.facts.batch import parse_sections, sections_command
+from gpuhost.resources import read_tool
+
+_RUNTIME = "import sys, platform; print('python', *sys.version_info[:3]); print('libc', *platform.libc_ver())"
+
+
+@dataclass(frozen=True)
+class RuntimeFacts:
+    """``python3`` and the C library of the target (``None`` when absent or unreadable)."""
+
+    python: tuple[int, int, int] | None
+    libc: str | None
+    libc_version: tuple[int, ...] | None
+
+
+def _version(text: str) -> tuple[int, ...] | None:
+    m = re.match(r"(\d+(?:\.\d+)*)", text)
+    return tuple(int(p) for p in m.group(1).split(".")) if m else None
+
+
+def parse_runtime(result: CommandResult) -> RuntimeFacts:
+    python: tuple[int, int, int] | None = None
+    libc: str | None = None
+    libc_version: tuple[int, ...] | None = None
+    for line in result.stdout.splitlines():
+        parts = line.split()
+        if parts[:1] == ["python"] and len(parts) == 4 and all(p.isdigit() for p in parts[1:]):
+            python = (int(parts[1]), int(parts[2]), int(parts[3]))
+        elif parts[:1] == ["libc"] and len(parts) == 3:
+            libc, libc_version = parts[1], _version(parts[2])
+    return RuntimeFacts(python, libc, libc_version)
+
+
+serve_runtime: Fact[RuntimeFacts] = Fact(
+    "python and glibc", lambda: f"python3 -c {shlex.quote(_RUNTIME)} 2>/dev/null", parse_runtime
+)
+
+
+@dataclass(frozen=True)
+class GpuRow:
+    compute_cap: str
+    driver: str
+    memory_used_mib: int | None
+    memory_total_mib: int | None
+
+    @property
+    def arch(self) -> str:
+        major, _, minor = self.compute_cap.partition(".")
+        return f"sm{major}{minor or '0'}"
+
+
+_GPU_QUERY = "nvidia-smi --query-gpu=compute_cap,driver_version,memory.used,memory.total --format=csv,noheader,nounits"
+
+
+def _int(text: str) -> int | None:
+    text = text.strip()
+    return int(text) if text.isdigit() else None
+
+
+def parse_gpus(result: CommandResult) -> list[GpuRow]:
+    rows: list[GpuRow] = []
+    if result.exit_code != 0:
+        return rows
+    for line in result.stdout.splitlines():
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) == 4 and re.fullmatch(r"\d+\.\d+", cells[0]):
+            rows.append(GpuRow(cells[0], cells[1], _int(cells[2]), _int(cells[3])))
+    return rows
+
+
+serve_gpus: Fact[list[GpuRow]] = Fact("GPUs for serving", lambda: f"{_GPU_QUERY} 2>/dev/null", parse_gpus)
+
+
+@dataclass(frozen=True)
+class ServiceState:
+    """The unit's state, the start token of the current start, and what gpuhost recorded launching."""
+
+    active: str
+    token: str | None
+    launched: dict[str, Any] = field(default_factory=dict)
+
+
+def parse_service(result: CommandResult) -> ServiceState:
+    s = parse_sections(result.stdout)
+    active = s["active"].output.strip().splitlines()[-1] if "active" in s and s["active"].output.strip() else "unknown"
+    token = s["marker"].output.strip() if "marker" in s and s["marker"].ok else None
+    launched: dict[str, Any] = {}
+    if "state" in s and s["state"].ok:
+        try:
+            loaded = json.loads(s["state"].output)
+            launched = loaded if isinstance(loaded, dict) else {}
+        except ValueError:
+            launched = {}
+    return ServiceState(active, token if token and target.valid_token(token) else None, launched)
+
+
+def _service_command(_nonce: int = 0) -> str:
+    return sections_command(
+        {
+            "active": f"systemctl is-active {target.UNIT}",
+            "marker": f"cat {target.MARKER_FILE}",
+            "state": f"cat {target.STATE_FILE}",
+        }
+    )
+
+
+#: args: nonce
+serve_service: Fact[ServiceState] = Fact("sglang service", _service_command, lambda r, *_a: parse_service(r))
+
+
+def journal_command(lines: int = 200_000) -> str:
+    return f"journalctl -u {target.UNIT} -o cat --no-pager -q -n {lines}"
+
+
+def _probe_command(url: str, mode: str, model: str, timeout: float, _nonce: int = 0) -> str:
+    """``python3 -c`` with the probe's source (base64, so no quoting can break it) and its arguments."""
+    src = base64.b64encode(read_tool("serve_probe.py").encode()).decode()
+    code = f"import base64,sys;sys.argv=['serve_probe']+sys.argv[1:];exec(base64.b64decode('{src}'))"
+    args = [url, mode, "--env-file", target.ENV_FILE, "--model", model, "--timeout", str(timeout)]
+    return f"python3 -c {shlex.quote(code)} {shlex.join(args)}"
+
+
+def parse_probe(result: CommandResult, *_args: Any) -> dict[str, Any]:
+    try:
+        data = json.loads(result.stdout.strip().splitlines()[-1]) if result.stdout.strip() else None
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        return {"health": None, "error": f"probe failed (exit {result.exit_code}): {result.stderr.strip()[-300:]}"}
+    return data
+
+
+#: args: url, mode (health|verify|info), served model name, timeout, nonce
+serve_probe: Fact[dict[str, Any]] = Fact("sglang probe", _probe_command, parse_probe)
+
+
+@dataclass(frozen=True)
+class Watch:
+    """One poll while waiting: the journal, the unit's state and ``/health``."""
+
+    journal: str
+    active: str
+    health: int | None
+    health_error: str | None
+
+
+def _watch_command(url: str, _nonce: int = 0) -> str:
+    return sections_command(
+        {
+            "journal": journal_command(),
+            "active": f"systemctl is-active {target.UNIT}",
+            "probe": _probe_command(url, "health", "default", 5.0),
+        }
+    )
+
+
+def parse_watch(result: CommandResult, *_args: Any) -> Watch:
+    s = parse_sections(result.stdout)
+    journal = s["journal"].output if "journal" in s else ""
+    active = s["active"].output.strip() if "active" in s and s["active"].output.strip() else "unknown"
+    probe: dict[str, Any] = {}
+    if "probe" in s:
+        try:
+            probe = json.loads(s["probe"].output.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            probe = {}
+    code = probe.get("health")
+    return Watch(journal, active, code if isinstance(code, int) else None, probe.get("error"))
+
+
+#: args: url, nonce
+serve_watch: Fact[Watch] = Fact("sglang start-up", _watch_command, parse_watch)
+
+
+def _versions_command(venv: str, packages: tuple[str, ...], _nonce: int = 0) -> str:
+    code = (
+        "import importlib.metadata as m, sys\n"
+        "for p in sys.argv[1:]:\n"
+        "    try: print(p, m.version(p))\n"
+        "    except m.PackageNotFoundError: print(p, '-')\n"
+    )
+    return f"{shlex.quote(venv + '/bin/python')} -c {shlex.quote(code)} {shlex.join(packages)} 2>/dev/null"
+
+
+def parse_versions(result: CommandResult, *_args: Any) -> dict[str, str]:
+    out = {}
+    for line in result.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[1] != "-":
+            out[parts[0]] = parts[1]
+    return out
+
+
+#: args: venv, package names
+venv_versions: Fact[dict[str, str]] = Fact("venv packages", _versions_command, parse_versions)

@@ -1,0 +1,446 @@
+"""Role ``sglang``: a container's ``serve:`` entry made real — validated, installed, started, ready, proven.
+
+Per container with a ``serve`` entry (all of the node's, or ``--ctid``): the profile is validated against the
+profile's own GPUs before any host is contacted (exit 2), then inside the container: Python and glibc checked and
+the profile validated on the real GPUs; a venv per profile with the pinned packages (uv, pip as fallback) and
+verified; the model (a path on the target, optionally copied from the node once); env file (0600), launch script
+and systemd unit from ``templates/``; the service started with a fresh start marker; readiness awaited on this
+start's journal lines (crash signatures fail fast, a capture hang stops the server); a smoke completion, the
+accuracy canary with finite logprobs, and single-stream speed.
+
+The operations plan against any host context, so a VM guest or a bare host can be a target with a different
+wrapping; this role wraps them for LXC containers (``in_container``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field, model_validator
+
+from gpuhost.core.task import Task, task
+from gpuhost.facts import serve_layout as target
+from gpuhost.inventory.models import ContainerSpec, ServeSpec
+from gpuhost.operations.command import Command, CommandArgs
+from gpuhost.operations.files import Template, TemplateArgs
+from gpuhost.operations.lxc import InContainerArgs, InCt
+from gpuhost.operations.sglang import (
+    EnvFileArgs,
+    ReadyArgs,
+    SecretEnvFile,
+    ServiceArgs,
+    SglangReady,
+    SglangService,
+    SglangTarget,
+    SglangVerify,
+    TargetArgs,
+    VerifyServeArgs,
+)
+from gpuhost.operations.systemd import Systemd, SystemdArgs
+from gpuhost.roles.base import Role, RoleVars
+from gpuhost.serve.facts import P2pSummary
+
+if TYPE_CHECKING:
+    from gpuhost.core.context import HostContext
+    from gpuhost.serve.profile import Profile
+
+UNIT_TEMPLATE = "gpuhost-sglang.service.j2"
+ENV_TEMPLATE = "sglang.env.j2"
+LAUNCH_TEMPLATE = "sglang-launch.sh.j2"
+INSTALL_TEMPLATE = "sglang-install.sh.j2"
+TOOLS_VENV = "/opt/gpuhost/sglang/tools"
+PYPI = "https://pypi.org/simple"
+
+
+class SglangVars(RoleVars):
+    containers: dict[int, ContainerSpec] = Field(
+        {}, description="the node's containers (the inventory's nodes.NAME.containers); those with serve: are served"
+    )
+    lxc_ctids: list[int] | None = Field(None, description="only these containers of the node (--ctid)")
+    sglang_profile: str | None = Field(None, description="use this profile instead of serve.profile (--profile)")
+    sglang_profile_dirs: list[str] = Field(
+        [], description="directories or files of the operator's own profiles (a later profile of a name wins)"
+    )
+    pip_index_url: str | None = Field(None, description="package index for the venv (default: PyPI)")
+    sglang_p2p: P2pSummary | None = Field(
+        None, description="the gpuhost verify p2p verdict {available, data_ok, level}: sets the NCCL P2P environment"
+    )
+    sglang_ready_timeout: float = Field(
+        3600.0, gt=0, description="seconds to wait for readiness (cold load, JIT and graph capture of a 744B model)"
+    )
+    sglang_capture_timeout: float = Field(
+        1800.0, gt=0, description="seconds a CUDA-graph capture may run before it counts as a hang"
+    )
+    sglang_poll_interval: float = Field(2.0, gt=0, le=60, description="seconds between readiness polls")
+    sglang_install_timeout: float = Field(3600.0, gt=0, description="seconds the venv install may take")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> SglangVars:
+        from gpuhost.errors import ConfigError
+
+        unknown = sorted(set(self.lxc_ctids or ()) - set(self.containers))
+        if unknown:
+            raise ValueError(
+                f"lxc_ctids: CT {unknown[0]} is not among the node's containers "
+                f"({', '.join(map(str, self.containers)) or 'none'})"
+            )
+        for ctid in self.lxc_ctids or ():
+            if self.containers[ctid].serve is None:
+                raise ValueError(f"lxc_ctids: CT {ctid} has no serve: entry in the inventory")
+        for ctid, serve in self.selected().items():
+            try:
+                profile = self.profile_for(serve)
+            except ConfigError as exc:
+                raise ValueError(f"CT {ctid}: {exc.message}") from None
+            refusal = _refusal(profile)
+            if refusal:
+                raise ValueError(f"CT {ctid}: profile {profile.name} refused: {refusal}")
+        return self
+
+    def selected(self) -> dict[int, ServeSpec]:
+        out = {}
+        for ctid, spec in self.containers.items():
+            if spec.serve is not None and (not self.lxc_ctids or ctid in self.lxc_ctids):
+                out[ctid] = spec.serve
+        return out
+
+    def profile_name(self, serve: ServeSpec) -> str:
+        return self.sglang_profile or serve.profile
+
+    def profile_for(self, serve: ServeSpec) -> Profile:
+        from gpuhost.serve.profile import get_profile
+
+        return get_profile(self.profile_name(serve), [Path(d) for d in self.sglang_profile_dirs])
+
+
+def _refusal(profile: Profile) -> str:
+    """The validator on the profile's own GPUs (its architectures x gpus): FAIL findings, before any host."""
+    from gpuhost.operations.sglang import failure_text
+    from gpuhost.serve.facts import TargetFacts
+    from gpuhost.serve.validate import refused, validate
+
+    facts = TargetFacts(
+        gpu_archs=[profile.architectures[0]] * profile.gpus if profile.architectures else [], driver_version=None
+    )
+    findings = validate(profile, facts)
+    return failure_text(findings) if refused(findings) else ""
+
+
+def _flag_value(profile: Profile, *names: str) -> Any:
+    for n in names:
+        if n in profile.flags:
+            return profile.flags[n]
+    return None
+
+
+#: /server_info keys compared with what the profile sets (by argparse destination)
+SERVER_INFO_DESTS = (
+    "quantization",
+    "kv_cache_dtype",
+    "dsa_prefill_backend",
+    "dsa_decode_backend",
+    "moe_runner_backend",
+    "fp4_gemm_backend",
+    "attention_backend",
+)
+
+
+def server_info_expectation(profile: Profile) -> dict[str, str]:
+    """What /server_info must show for this profile: its SGLang version, TP size and pinned backends."""
+    from gpuhost.serve.effective import by_dest
+
+    dests = by_dest(profile)
+    out = {"version": profile.pins.sglang, "tp_size": str(profile.tp_size)}
+    for d in SERVER_INFO_DESTS:
+        value = dests.get(d)
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool) and str(value) != "auto":
+            out[d] = str(value)
+    return out
+
+
+def _executable(entry: str, venv: str) -> str:
+    if entry.startswith("/"):
+        return entry
+    if entry in ("python", "python3"):
+        return f"{venv}/bin/python3"
+    return f"{venv}/bin/{entry}"
+
+
+class Launch:
+    """Everything one container's start is made of, computed once from the variables (no host needed)."""
+
+    def __init__(self, ctid: int, serve: ServeSpec, v: SglangVars) -> None:
+        from gpuhost.secrets import read_secret
+        from gpuhost.serve.command import render
+
+        profile = v.profile_for(serve)
+        self.ctid, self.serve, self.profile = ctid, serve, profile
+        self.venv = target.venv_dir(profile.name)
+        self.model = serve.model or profile.model
+        flags = dict(profile.flags)
+        if serve.host:
+            flags["--host"] = serve.host
+        if serve.port:
+            flags["--port"] = serve.port
+        for key in ("--model-path", "--model"):
+            flags.pop(key, None)
+        shaped = profile.model_copy(update={"model": self.model, "flags": flags})
+        cmd = render(shaped, v.sglang_p2p)
+        argv = [_executable(cmd.argv[0], self.venv), *cmd.argv[1:]]
+        self.argv = argv
+        self.argv_sha256 = hashlib.sha256("\0".join(argv).encode()).hexdigest()
+        self.host = str(_flag_value(shaped, "--host") or "127.0.0.1")
+        self.port = int(_flag_value(shaped, "--port") or 30000)
+        self.url = target.probe_url(self.host, self.port)
+        served = _flag_value(shaped, "--served-model-name")
+        self.served_model = str(served) if served else self.model
+        env = {**cmd.env}
+        if not self.model.startswith("/"):
+            env.setdefault("HF_HUB_OFFLINE", "1")
+        self.env = dict(sorted(env.items()))
+        what = f"CT {ctid}: serve"
+        self.api_key = read_secret(f"{what} API key", env=serve.api_key_env, file=serve.api_key_file)
+        self.index_url = v.pip_index_url or PYPI
+        pins = [f"sglang=={profile.pins.sglang}", f"transformers=={profile.pins.transformers}"]
+        if profile.pins.flashinfer:
+            pins.append(f"flashinfer-python=={profile.pins.flashinfer}")
+        if profile.pins.torch:
+            pins.append(f"torch=={profile.pins.torch}")
+        if profile.pins.sgl_deep_gemm:
+            pins.append(f"sgl-deep-gemm=={profile.pins.sgl_deep_gemm}")
+        self.pins = pins
+        self.expect = server_info_expectation(shaped)
+
+    def template_vars(self, *, secret: bool) -> dict[str, Any]:
+        return {
+            "sglang": {
+                "profile": self.profile.name,
+                "sglang_version": self.profile.pins.sglang,
+                "venv": self.venv,
+                "tools_venv": TOOLS_VENV,
+                "index_url": shlex.quote(self.index_url),
+                "pins": self.pins,
+                "env": self.env,
+                "api_key": self.api_key if secret else ("<secret>" if self.api_key else None),
+                "command": shlex.join(self.argv),
+                "argv_sha256": self.argv_sha256,
+                "marker_file": target.MARKER_FILE,
+                "env_file": target.ENV_FILE,
+                "launch_script": target.LAUNCH_SCRIPT,
+                "start_limit_interval": 3600,
+                "start_limit_burst": 3,
+                "restart_sec": 30,
+                "stop_timeout": 120,
+            }
+        }
+
+
+def container_tasks(host: HostContext, ctid: int, serve: ServeSpec, v: SglangVars) -> list[Task]:
+    launch = Launch(ctid, serve, v)
+    p = launch.profile
+    ct = f"CT {ctid}"
+    tv = launch.template_vars(secret=False)
+    env_text = host.render_template(ENV_TEMPLATE, launch.template_vars(secret=True))
+    unit_text = host.render_template(UNIT_TEMPLATE, tv)
+    script_text = host.render_template(LAUNCH_TEMPLATE, tv)
+    config = target.config_sha256([unit_text, env_text, script_text, *launch.pins])
+    install = target.install_script(p.name)
+    dirs = [str(Path(install).parent), str(Path(target.ENV_FILE).parent), target.STATE_DIR]
+
+    def inside(op: Any) -> InCt:
+        return InCt(InContainerArgs(ctid=ctid, operation=op))
+
+    p2p = v.sglang_p2p
+    tasks = [
+        task(
+            f"{ct}: python, glibc and profile {p.name} on its GPUs",
+            inside(
+                SglangTarget(
+                    TargetArgs(
+                        profile=p.name,
+                        profile_dirs=tuple(v.sglang_profile_dirs),
+                        p2p_available=None if p2p is None else p2p.available,
+                        p2p_level=None if p2p is None else p2p.level,
+                    )
+                )
+            ),
+        ),
+        task(
+            f"{ct}: gpuhost's directories",
+            inside(
+                Command(
+                    CommandArgs(
+                        cmd=f"mkdir -p {shlex.join(dirs)}",
+                        unless=" && ".join(f"test -d {shlex.quote(d)}" for d in dirs),
+                    )
+                )
+            ),
+        ),
+    ]
+    if launch.serve.model_node_dir:
+        src, dest = launch.serve.model_node_dir, launch.model
+        tasks.append(
+            task(
+                f"{ct}: model copied from the node's {src}",
+                Command(
+                    CommandArgs(
+                        cmd=(
+                            f"test -f {shlex.quote(src)}/config.json && "
+                            f"pct exec {ctid} -- mkdir -p {shlex.quote(dest)} && "
+                            f"tar -C {shlex.quote(src)} -cf - . | pct exec {ctid} -- tar -C {shlex.quote(dest)} -xf -"
+                        ),
+                        unless=f"pct exec {ctid} -- test -f {shlex.quote(dest)}/config.json",
+                        timeout=v.sglang_install_timeout,
+                    )
+                ),
+                tags=("model",),
+            )
+        )
+    tasks += [
+        task(
+            f"{ct}: install script of {p.name}",
+            inside(Template(TemplateArgs(src=INSTALL_TEMPLATE, dest=install, mode="0755", vars=tv))),
+            tags=("install",),
+        ),
+        task(
+            f"{ct}: venv with {', '.join(launch.pins)} (verified)",
+            inside(
+                Command(
+                    CommandArgs(
+                        cmd=f"sh {install}",
+                        unless=f"sh {install} verify",
+                        timeout=v.sglang_install_timeout,
+                    )
+                )
+            ),
+            tags=("install",),
+        ),
+        task(
+            f"{ct}: model {launch.model} on the target",
+            inside(
+                Command(
+                    CommandArgs(
+                        cmd=(
+                            f"echo 'model {launch.model}: no config.json there (put it there, set model_node_dir, "
+                            "or give a repo id)' >&2; exit 1"
+                        ),
+                        unless=f"test -f {shlex.quote(launch.model)}/config.json",
+                    )
+                )
+                if launch.model.startswith("/")
+                else _download(launch)
+            ),
+            tags=("model",),
+        ),
+        task(
+            f"{ct}: {target.ENV_FILE} (0600)",
+            inside(
+                SecretEnvFile(EnvFileArgs(content=env_text, secret_values=(launch.api_key,) if launch.api_key else ()))
+            ),
+        ),
+        task(
+            f"{ct}: {target.LAUNCH_SCRIPT}",
+            inside(Template(TemplateArgs(src=LAUNCH_TEMPLATE, dest=target.LAUNCH_SCRIPT, mode="0755", vars=tv))),
+        ),
+        task(
+            f"{ct}: {target.UNIT}",
+            inside(Template(TemplateArgs(src=UNIT_TEMPLATE, dest=target.UNIT_FILE, mode="0644", vars=tv))),
+        ),
+        task(f"{ct}: {target.UNIT} enabled", inside(Systemd(SystemdArgs(unit=target.UNIT, enabled=True)))),
+        task(
+            f"{ct}: server running profile {p.name}",
+            inside(
+                SglangService(
+                    ServiceArgs(
+                        config_sha256=config,
+                        profile=p.name,
+                        launched={
+                            "model": launch.model,
+                            "url": launch.url,
+                            "served_model": launch.served_model,
+                            "argv_sha256": launch.argv_sha256,
+                            "sglang": p.pins.sglang,
+                            "expect": launch.expect,
+                        },
+                    )
+                )
+            ),
+        ),
+        task(
+            f"{ct}: ready ({launch.url}/health)",
+            inside(
+                SglangReady(
+                    ReadyArgs(
+                        url=launch.url,
+                        config_sha256=config,
+                        timeout_s=v.sglang_ready_timeout,
+                        capture_timeout_s=v.sglang_capture_timeout,
+                        poll_s=v.sglang_poll_interval,
+                        fallback=_fallback(p, v),
+                        subject=f"{ct} sglang",
+                    )
+                )
+            ),
+            tags=("verify",),
+        ),
+        task(
+            f"{ct}: serves correctly (smoke, canary, logprobs, speed)",
+            inside(
+                SglangVerify(
+                    VerifyServeArgs(
+                        url=launch.url,
+                        model=launch.served_model,
+                        expect=launch.expect,
+                        config_sha256=config,
+                        subject=f"{ct} sglang",
+                    )
+                )
+            ),
+            tags=("verify",),
+        ),
+    ]
+    return tasks
+
+
+def _download(launch: Launch) -> Command:
+    """A repo id: weights come from the Hugging Face cache, offline at serve time (HF_HUB_OFFLINE=1). Downloading
+    is not built yet: the step fails with what to do unless the snapshot is already in the target's cache."""
+    repo = launch.model
+    cache = f"/root/.cache/huggingface/hub/models--{repo.replace('/', '--')}"
+    return Command(
+        CommandArgs(
+            cmd=(
+                f"echo 'model {repo}: not in the Hugging Face cache of the target ({cache}); gpuhost does not "
+                "download weights yet: run huggingface-cli download there, or give a path' >&2; exit 1"
+            ),
+            unless=f"test -d {shlex.quote(cache)}/snapshots",
+        )
+    )
+
+
+def _fallback(profile: Profile, v: SglangVars) -> str | None:
+    from gpuhost.serve.profile import load_profiles
+
+    for other in load_profiles([Path(d) for d in v.sglang_profile_dirs]).values():
+        if other.fallback_of == profile.name:
+            return other.name
+    return None
+
+
+class Sglang(Role[SglangVars]):
+    """GLM-5-NVFP4 served by SGLang in a GPU container: the profile validated before anything is installed,
+    a uv venv with the pinned packages, the model on the target, a systemd unit from templates/, readiness
+    from this start's log lines only, then proof that it answers correctly."""
+
+    name = "sglang"
+    Vars = SglangVars
+    templates = (UNIT_TEMPLATE, ENV_TEMPLATE, LAUNCH_TEMPLATE, INSTALL_TEMPLATE)
+
+    def tasks(self, host: HostContext, v: SglangVars) -> list[Task]:
+        out: list[Task] = []
+        for ctid, serve in v.selected().items():
+            out += container_tasks(host, ctid, serve, v)
+        return out

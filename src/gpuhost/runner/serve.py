@@ -1,0 +1,220 @@
+"""Operate launched SGLang servers at any time: verify (smoke, canary, speed), status, logs, stop, restart.
+
+The servers are the containers with a ``serve:`` entry; what runs there is read from the state gpuhost left on the
+target (``/var/lib/gpuhost/sglang/launched.json``). HTTP to the server runs on the target (the probe is shipped
+with :func:`gpuhost.connection.shipped_tool.run_tool`), because the server listens inside the container.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import shlex
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpuhost.checks.finding import Finding, Level, worst
+from gpuhost.checks.serve import serve_findings
+from gpuhost.connection.base import Connection
+from gpuhost.errors import ConfigError, GpuhostError
+from gpuhost.facts import serve_layout as target
+from gpuhost.facts.serve import journal_command, parse_gpus, parse_service
+from gpuhost.inventory.loader import Inventory
+from gpuhost.inventory.models import NodeSpec
+from gpuhost.resources import read_tool
+from gpuhost.runner.connect import open_connection
+
+
+@dataclass(frozen=True)
+class ServeTarget:
+    node: str
+    ctid: int
+
+    @property
+    def subject(self) -> str:
+        return f"{self.node}/CT {self.ctid}"
+
+
+def targets(inventory: Inventory, *, limit: str | None = None, ctids: list[int] | None = None) -> list[ServeTarget]:
+    names = inventory.select(limit) if limit else list(inventory.nodes)
+    out = [
+        ServeTarget(n, ctid)
+        for n in names
+        for ctid, ct in inventory.nodes[n].containers.items()
+        if ct.serve is not None and (not ctids or ctid in ctids)
+    ]
+    if not out:
+        which = f" among --ctid {', '.join(map(str, ctids))}" if ctids else ""
+        raise ConfigError(f"no container with a serve: entry in {inventory.path}{which}")
+    return out
+
+
+@contextmanager
+def _ct(inventory: Inventory, t: ServeTarget, connect: Callable[[NodeSpec], Connection]) -> Iterator[Connection]:
+    from gpuhost.connection.pct import PctConnection
+
+    with connect(inventory.nodes[t.node]) as conn:
+        yield PctConnection(conn, t.ctid)
+
+
+def _state(ct: Connection) -> tuple[str, str | None, dict[str, Any]]:
+    from gpuhost.facts.serve import _service_command
+
+    s = parse_service(ct.run(_service_command(), check=False))
+    return s.active, s.token, s.launched
+
+
+@dataclass
+class ServeReport:
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if worst(self.findings) >= Level.FAIL else 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": "gpuhost.verify/1",
+            "kind": "serve",
+            "ok": self.exit_code == 0,
+            "exit_code": self.exit_code,
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+
+def probe(
+    inventory: Inventory, t: ServeTarget, mode: str, connect: Callable[[NodeSpec], Connection] = open_connection
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(probe output, launched state) of one server."""
+    from gpuhost.connection.shipped_tool import run_tool
+
+    with connect(inventory.nodes[t.node]) as conn:
+        from gpuhost.connection.pct import PctConnection
+
+        _active, _token, launched = _state(PctConnection(conn, t.ctid))
+        url = str(launched.get("url") or "")
+        if not url:
+            return {"health": None, "error": "not launched by gpuhost (no state on the target)"}, launched
+        model = str(launched.get("served_model") or "default")
+        out = run_tool(
+            conn,
+            read_tool("serve_probe.py").encode(),
+            [url, mode, "--env-file", target.ENV_FILE, "--model", model, "--timeout", "300"],
+            name="serve_probe.py",
+            ctid=t.ctid,
+            timeout=1800,
+        )
+    data = out.data if isinstance(out.data, dict) else {"health": None, "error": "probe printed no object"}
+    return data, launched
+
+
+def verify_serve(
+    inventory: Inventory,
+    *,
+    limit: str | None = None,
+    ctids: list[int] | None = None,
+    connect: Callable[[NodeSpec], Connection] = open_connection,
+) -> ServeReport:
+    report = ServeReport()
+    for t in targets(inventory, limit=limit, ctids=ctids):
+        try:
+            data, launched = probe(inventory, t, "verify", connect)
+            expect = launched.get("expect")
+            report.findings += serve_findings(data, t.subject, expect if isinstance(expect, dict) else None)
+        except GpuhostError as exc:
+            report.findings.append(Finding(Level.FAIL, "reachable", t.subject, str(exc)))
+    return report
+
+
+def status(
+    inventory: Inventory,
+    *,
+    limit: str | None = None,
+    ctids: list[int] | None = None,
+    connect: Callable[[NodeSpec], Connection] = open_connection,
+) -> list[dict[str, Any]]:
+    """Unit state, health, profile, uptime and GPU memory in use, per server (nothing secret)."""
+    rows = []
+    for t in targets(inventory, limit=limit, ctids=ctids):
+        row: dict[str, Any] = {"target": t.subject}
+        try:
+            with _ct(inventory, t, connect) as ct:
+                active, token, launched = _state(ct)
+                # the start marker's age on the target's own clock (no skew with this machine)
+                clock = ct.run(f"date +%s; stat -c %Y {target.MARKER_FILE}", check=False).stdout.split()
+                gpus = parse_gpus(
+                    ct.run(
+                        "nvidia-smi --query-gpu=compute_cap,driver_version,memory.used,memory.total "
+                        "--format=csv,noheader,nounits",
+                        check=False,
+                    )
+                )
+            data, _ = probe(inventory, t, "health", connect) if launched.get("url") else ({"health": None}, {})
+            now, started = (
+                (int(clock[0]), int(clock[1])) if len(clock) == 2 and all(c.isdigit() for c in clock) else (0, 0)
+            )
+            row.update(
+                unit=active,
+                health=data.get("health"),
+                profile=launched.get("profile"),
+                sglang=launched.get("sglang"),
+                model=launched.get("model"),
+                url=launched.get("url"),
+                started_at=launched.get("started_at"),
+                uptime_s=(now - started) if active == "active" and started else None,
+                gpu_memory_used_mib=sum(g.memory_used_mib or 0 for g in gpus),
+                gpu_memory_total_mib=sum(g.memory_total_mib or 0 for g in gpus),
+                gpus=len(gpus),
+                start_token=token,
+            )
+        except GpuhostError as exc:
+            row["error"] = str(exc)
+        rows.append(row)
+    return rows
+
+
+def logs(
+    inventory: Inventory,
+    t: ServeTarget,
+    *,
+    whole: bool = False,
+    lines: int | None = None,
+    connect: Callable[[NodeSpec], Connection] = open_connection,
+) -> list[str]:
+    """The journal since the current start (or all of it with ``whole``); the last ``lines`` of it."""
+    with _ct(inventory, t, connect) as ct:
+        _active, token, _launched = _state(ct)
+        text = ct.run(journal_command(), check=False).stdout
+    out = text.splitlines() if whole or token is None else (target.lines_of_start(text, token) or [])
+    return out[-lines:] if lines else out
+
+
+def stop(inventory: Inventory, t: ServeTarget, connect: Callable[[NodeSpec], Connection] = open_connection) -> str:
+    with _ct(inventory, t, connect) as ct:
+        ct.run(f"systemctl stop {target.UNIT}", timeout=300)
+        active, _, _ = _state(ct)
+    return active
+
+
+def restart(inventory: Inventory, t: ServeTarget, connect: Callable[[NodeSpec], Connection] = open_connection) -> str:
+    """A new start marker and state, then ``systemctl restart`` (readiness: ``gpuhost launch sglang``)."""
+    with _ct(inventory, t, connect) as ct:
+        _active, _token, launched = _state(ct)
+        if not launched:
+            raise ConfigError(f"{t.subject}: no server launched by gpuhost to restart (gpuhost launch sglang)")
+        token = secrets.token_hex(16)
+        launched.update(
+            token=token,
+            started_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            started_epoch=int(time.time()),
+        )
+        ct.write_file(target.MARKER_FILE, token + "\n", mode=0o644, backup=False)
+        ct.write_file(
+            target.STATE_FILE, json.dumps(launched, indent=1, sort_keys=True) + "\n", mode=0o644, backup=False
+        )
+        ct.run(f"systemctl reset-failed {shlex.quote(target.UNIT)} >/dev/null 2>&1; systemctl restart {target.UNIT}")
+        active, _, _ = _state(ct)
+    return active

@@ -1,0 +1,284 @@
+"""``gpuhost launch sglang`` against a lab container: validated, installed, started, ready, proven; and the ways a
+launch must fail — a known-bad profile refused before install, a crash signature while waiting, a stale ready line
+of an earlier start, a CUDA-graph capture hang, a server that answers with garbage.
+
+One GPU node (2 RTX PRO 6000 Blackwell, the host driver loaded) and one privileged container with both GPUs and
+the driver's userspace; the inventory gives it a ``serve:`` entry with TP2 variants of the shipped GLM-5 profile.
+The tests run in order and share the container (a module of one story).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ruamel.yaml import YAML
+
+from gpuhost.lab import manager
+from gpuhost.lab.sglang.model import NODE_DIR
+from gpuhost.lab.spec import NodeSpec
+from tests.integration.lab.test_gpu import MODEL as GPU_MODEL
+from tests.integration.lab.test_gpu import OLD, fetch_installer, install_host_driver, ok
+from tests.lab_fixtures import CommandResult, LabHandle, lab_address, start_lab
+
+CT = 230
+CONTROL = "/etc/gpuhost-lab/sglang"
+API_KEY = "sk-launch-test-7f3a91c2"
+SRC = str(Path(__file__).resolve().parents[3] / "src")
+
+PROFILES = """
+profiles:
+  - name: lab-glm5-tp2
+    description: the shipped glm5-nvfp4-tp8-sm120 at TP2 (the lab node has 2 GPUs)
+    pins: {sglang: "0.5.23", transformers: "5.19.0", flashinfer: "0.7.2", torch: "2.14.1",
+           sgl_deep_gemm: "0.2.3.post2", cuda: 13}
+    model: nvidia/GLM-5-NVFP4
+    model_type: glm_moe_dsa
+    architectures: [sm120]
+    gpus: 2
+    tp_size: 2
+    flags: &flags
+      --quantization: modelopt_fp4
+      --kv-cache-dtype: fp8_e4m3
+      --dsa-prefill-backend: flashinfer_sparse_mla
+      --dsa-decode-backend: flashinfer_sparse_mla
+      --moe-runner-backend: flashinfer_cutlass
+      --reasoning-parser: glm45
+      --tool-call-parser: glm47
+      --mem-fraction-static: 0.85
+      --cuda-graph-max-bs-decode: 64
+      --served-model-name: glm-5
+      --enable-metrics: true
+    env: {NCCL_IB_DISABLE: "1"}
+  - name: lab-glm5-tp2-breakable
+    status: fallback
+    fallback_of: lab-glm5-tp2
+    pins: {sglang: "0.5.23", transformers: "5.19.0", flashinfer: "0.7.2", torch: "2.14.1", cuda: 13}
+    model: nvidia/GLM-5-NVFP4
+    model_type: glm_moe_dsa
+    architectures: [sm120]
+    gpus: 2
+    tp_size: 2
+    flags: {--cuda-graph-backend-decode: breakable, --served-model-name: glm-5}
+  - name: lab-glm5-tp2-allreduce-fusion
+    description: known bad on SM120 (sglang#15650)
+    pins: {sglang: "0.5.23", transformers: "5.19.0", cuda: 13}
+    model: nvidia/GLM-5-NVFP4
+    model_type: glm_moe_dsa
+    architectures: [sm120]
+    gpus: 2
+    tp_size: 2
+    flags: {--enable-flashinfer-allreduce-fusion: true, --served-model-name: glm-5}
+"""
+
+
+@pytest.fixture(scope="module")
+def launch_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabHandle]:
+    state = tmp_path_factory.mktemp("launchlab") / "state"
+    handle = start_lab(
+        state, [NodeSpec("sgl", lab_address(9, 1), boot="grub", cpu="amd", pve=8, gpus=2, gpu_model=GPU_MODEL, numa=1)]
+    )
+    try:
+        node = "sgl"
+        ok(handle, node, "DEBIAN_FRONTEND=noninteractive apt-get install -y -q dkms proxmox-headers-$(uname -r)")
+        assert install_host_driver(handle, node, OLD).rc == 0
+        ok(handle, node, "test -c /dev/nvidia-uvm || nvidia-modprobe -c0 -u")
+        ok(
+            handle,
+            node,
+            f"pct create {CT} local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst --hostname llm "
+            "--memory 8192 --rootfs local-lvm:8 --unprivileged 0 && "
+            f"pct set {CT} --dev0 /dev/nvidia0,gid=44 --dev1 /dev/nvidia1,gid=44 "
+            f"--dev2 /dev/nvidiactl,gid=44 --dev3 /dev/nvidia-uvm,gid=44 && pct start {CT}",
+        )
+        path = fetch_installer(handle, node, OLD)
+        ok(
+            handle,
+            node,
+            f"pct exec {CT} -- mkdir -p /var/cache/gpuhost && pct push {CT} {path} {path} && "
+            f"pct exec {CT} -- sh {path} --silent --no-x-check --no-nouveau-check --no-kernel-modules",
+            timeout=300,
+        )
+        ct(handle, f"mkdir -p {CONTROL} && echo 0.3 > {CONTROL}/delay_scale")
+        write_inventory(handle)
+        yield handle
+    finally:
+        handle.close()
+        manager.down(state)
+
+
+def write_inventory(lab: LabHandle) -> Path:
+    """The lab's inventory, plus the container's serve: entry (API key from a 0600 file) and the test profiles."""
+    yaml = YAML(typ="safe", pure=True)
+    doc: dict[str, Any] = yaml.load(lab.inventory.read_text())
+    (lab.state_dir / "profiles.yml").write_text(PROFILES)
+    key = lab.state_dir / "api-key"
+    key.write_text(API_KEY + "\n")
+    key.chmod(0o600)
+    node = doc["nodes"]["sgl"]
+    node["containers"] = {
+        CT: {
+            "hostname": "llm",
+            "serve": {
+                "profile": "lab-glm5-tp2",
+                "model": "/srv/models/GLM-5-NVFP4",
+                "model_node_dir": NODE_DIR,
+                "host": lab.node("sgl").address,
+                "port": 30000,
+                "api_key_file": "api-key",
+            },
+        }
+    }
+    doc["vars"].update(
+        sglang_profile_dirs=[str(lab.state_dir / "profiles.yml")],
+        sglang_ready_timeout=90,
+        sglang_capture_timeout=4,
+        sglang_poll_interval=0.3,
+    )
+    path = lab.state_dir / "launch.yml"
+    with path.open("w") as fh:
+        yaml.dump(doc, fh)
+    return path
+
+
+def ct(lab: LabHandle, command: str, timeout: float = 120) -> CommandResult:
+    return lab.run("sgl", f"pct exec {CT} -- sh -c {shlex.quote(command)}", timeout)
+
+
+def gpuhost(lab: LabHandle, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": SRC, "COLUMNS": "200", "NO_COLOR": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "gpuhost", *args, "-i", str(lab.state_dir / "launch.yml")],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
+
+
+def changed(out: str) -> int:
+    """``changed`` of the run's JSON report (``--json``)."""
+    report = json.loads(out)
+    return sum(int(h["changed"]) for h in report["hosts"].values())
+
+
+def fault(lab: LabHandle, name: str | None) -> None:
+    ct(lab, f"echo {name} > {CONTROL}/faults" if name else f"rm -f {CONTROL}/faults")
+
+
+def test_known_bad_profile_is_refused_before_anything_is_installed(launch_lab: LabHandle) -> None:
+    r = gpuhost(launch_lab, "launch", "sglang", "--profile", "lab-glm5-tp2-allreduce-fusion")
+    assert r.returncode == 2, r.stdout + r.stderr
+    text = r.stdout + r.stderr
+    assert "profile lab-glm5-tp2-allreduce-fusion refused" in text and "allreduce" in text.lower()
+    assert ct(launch_lab, "test -e /opt/gpuhost || test -e /etc/gpuhost").rc == 1
+
+
+def test_check_diff_shows_command_env_and_unit_and_changes_nothing(launch_lab: LabHandle) -> None:
+    r = gpuhost(launch_lab, "launch", "sglang", "--check", "--diff")
+    out = r.stdout
+    assert r.returncode == 0, out + r.stderr
+    assert "/opt/gpuhost/sglang/lab-glm5-tp2/venv/bin/sglang serve --model-path /srv/models/GLM-5-NVFP4" in out
+    assert "--tp-size 2" in out and '--api-key "$SGLANG_API_KEY"' in out
+    assert "EnvironmentFile=/etc/gpuhost/sglang.env" in out and "SGLANG_API_KEY=<secret>" in out
+    assert API_KEY not in out + r.stderr
+    assert ct(launch_lab, "test -e /opt/gpuhost").rc == 1
+
+
+def test_launch_installs_starts_is_ready_and_proven_then_changes_nothing(launch_lab: LabHandle) -> None:
+    first = gpuhost(launch_lab, "launch", "sglang")
+    text = first.stdout + first.stderr
+    assert first.returncode == 0, text
+    assert API_KEY not in text
+    assert "ready after" in text and "canary 4/4 correct" in text and "log-probabilities finite" in text
+    assert "tokens/s single stream" in text
+    assert "server_info: version=0.5.23, tp_size=2, quantization=modelopt_fp4, kv_cache_dtype=fp8_e4m3" in text
+    assert "loading weights" in first.stderr and "CUDA graph capture" in first.stderr  # progress while waiting
+    assert ct(launch_lab, "stat -c %a /etc/gpuhost/sglang.env").stdout.strip() == "600"
+    versions = ct(
+        launch_lab, "/opt/gpuhost/sglang/lab-glm5-tp2/venv/bin/python -c 'import sglang; print(sglang.__version__)'"
+    )
+    assert versions.stdout.strip() == "0.5.23"
+    second = gpuhost(launch_lab, "launch", "sglang", "--json")
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert changed(second.stdout) == 0, second.stdout
+    verify = gpuhost(launch_lab, "verify", "serve")
+    assert verify.returncode == 0 and "canary 4/4 correct" in verify.stdout, verify.stdout + verify.stderr
+    status = gpuhost(launch_lab, "serve", "status")
+    assert status.returncode == 0, status.stdout + status.stderr
+    assert "unit active, /health 200, profile lab-glm5-tp2 (SGLang 0.5.23)" in status.stdout
+    assert API_KEY not in verify.stdout + status.stdout
+
+
+def test_a_changed_configuration_restarts_only_with_consent(launch_lab: LabHandle) -> None:
+    yaml = YAML(typ="safe", pure=True)
+    path = launch_lab.state_dir / "launch.yml"
+    doc = yaml.load(path.read_text())
+    doc["vars"]["sglang_p2p"] = {"available": True, "level": "PHB"}  # a P2P verdict: NCCL_P2P_LEVEL=PHB
+    with path.open("w") as fh:
+        yaml.dump(doc, fh)
+    before = ct(launch_lab, "cat /var/lib/gpuhost/sglang/start-marker").stdout
+    r = gpuhost(launch_lab, "launch", "sglang")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "runs an older configuration" in r.stdout and "rerun with --allow-restart" in r.stdout
+    assert ct(launch_lab, "cat /var/lib/gpuhost/sglang/start-marker").stdout == before  # not restarted
+    r = gpuhost(launch_lab, "launch", "sglang", "--allow-restart")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "restart gpuhost-sglang.service" in r.stdout and "canary 4/4 correct" in r.stdout
+    assert "NCCL_P2P_LEVEL=PHB" in ct(launch_lab, "cat /etc/gpuhost/sglang.env").stdout
+
+
+def test_stale_ready_line_is_not_ready_and_a_capture_hang_stops_the_server(launch_lab: LabHandle) -> None:
+    fault(launch_lab, "hang-cuda-graph")
+    try:
+        assert gpuhost(launch_lab, "serve", "restart").returncode == 0
+        r = gpuhost(launch_lab, "launch", "sglang")
+    finally:
+        fault(launch_lab, None)
+    text = r.stdout + r.stderr
+    assert r.returncode == 1, text
+    assert "CUDA graph capture hang" in text and "gpuhost launch sglang --profile lab-glm5-tp2-breakable" in text
+    journal = ct(launch_lab, "journalctl -u gpuhost-sglang.service -o cat").stdout
+    assert journal.count("The server is fired up and ready to roll!") >= 1  # the earlier start's line is there
+    since = gpuhost(launch_lab, "serve", "logs").stdout
+    assert "Capture target decode CUDA graph begin" in since and "fired up and ready" not in since
+    assert ct(launch_lab, "systemctl is-active gpuhost-sglang.service").stdout.strip() == "inactive"
+
+
+def test_crash_signature_fails_the_launch_with_its_diagnosis(launch_lab: LabHandle) -> None:
+    fault(launch_lab, "oom-on-load")
+    try:
+        r = gpuhost(launch_lab, "launch", "sglang")
+    finally:
+        fault(launch_lab, None)
+    text = r.stdout + r.stderr
+    assert r.returncode == 1, text
+    assert "crashed while starting" in text and "CUDA out of memory" in text
+    assert "lower --mem-fraction-static" in text  # the signature's fix
+
+
+def test_garbage_answers_fail_the_canary(launch_lab: LabHandle) -> None:
+    fault(launch_lab, "garbage")
+    try:
+        assert gpuhost(launch_lab, "serve", "restart").returncode == 0
+        r = gpuhost(launch_lab, "launch", "sglang")
+        v = gpuhost(launch_lab, "verify", "serve")
+    finally:
+        fault(launch_lab, None)
+    text = r.stdout + r.stderr
+    assert r.returncode == 1, text
+    assert re.search(r"CT 230: ready (after|\(up already\))", text) and "expected 391" in text
+    assert v.returncode == 1 and "canary 0/4 correct" in v.stdout, v.stdout
+    assert gpuhost(launch_lab, "serve", "restart").returncode == 0
+    again = gpuhost(launch_lab, "launch", "sglang")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert gpuhost(launch_lab, "serve", "stop").returncode == 0
+    assert ct(launch_lab, "systemctl is-active gpuhost-sglang.service").stdout.strip() == "inactive"

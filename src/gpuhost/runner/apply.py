@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import shlex
 from collections.abc import Callable
 
@@ -19,6 +20,7 @@ from gpuhost.core.actions import (
     RunCommand,
     WriteFile,
 )
+from gpuhost.core.guest import Guest
 from gpuhost.core.plan import Plan
 from gpuhost.errors import OperationFailed
 from gpuhost.pve import config as pveconf
@@ -45,11 +47,15 @@ def apply(host: RunnerHost, action: Action) -> None:
     elif isinstance(action, RestartGuest):
         call(host, action.call)
         host.restarts_needed.discard(action.guest)
+        host.guest(action.guest).drop_connection()  # its old session ended with the restart
     elif isinstance(action, InGuest):
         apply(host.guest(action.guest), action.action)
     else:  # pragma: no cover - exhaustive
         raise TypeError(action)
     host.invalidate_facts()
+
+
+_GUEST_POWER = re.compile(r"/(qemu|lxc)/(\d+)/status/(start|stop|reboot|shutdown|reset|resume)$")
 
 
 def call(host: RunnerHost, action: PveCall) -> None:
@@ -65,6 +71,9 @@ def call(host: RunnerHost, action: PveCall) -> None:
         raise
     if action.wait:
         host.pve.wait_task(result)
+    started = _GUEST_POWER.search(action.path)
+    if started:  # a guest that started, stopped or rebooted: its old session (if any) is gone
+        host.guest(Guest("vm" if started.group(1) == "qemu" else "lxc", int(started.group(2)))).drop_connection()
 
 
 def locked_edit(host: RunnerHost, action: EditGuestConfig) -> None:

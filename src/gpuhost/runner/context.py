@@ -170,7 +170,7 @@ class RunnerHost:
 
     def total_round_trips(self) -> int:
         """Remote commands run for this host and its guests (each one round trip)."""
-        own = self._conn.commands_run if self._conn is not None else self._closed_trips
+        own = self._closed_trips + (self._conn.commands_run if self._conn is not None else 0)
         return own + sum(g.total_round_trips() for g in self._guests.values())
 
     def invalidate_facts(self) -> None:
@@ -178,8 +178,16 @@ class RunnerHost:
             ctx._facts.clear()
             ctx._raw.clear()
 
+    def drop_connection(self) -> None:
+        """The machine behind this context restarted (a guest): reconnect on next use, read facts afresh."""
+        self.close()
+        self._facts.clear()
+        self._raw.clear()
+
     def close(self) -> None:
+        for guest in self._guests.values():
+            guest.close()
         if self._conn is not None:
-            self._closed_trips = self._conn.commands_run
+            self._closed_trips += self._conn.commands_run
             self._conn.close()
             self._conn = None

@@ -10,6 +10,7 @@ from gpuhost.connection.base import Rebootable
 from gpuhost.connection.write_script import WriteRequest
 from gpuhost.core.actions import (
     Action,
+    CopyToGuest,
     EditGuestConfig,
     InGuest,
     PveCall,
@@ -43,9 +44,21 @@ def apply(host: RunnerHost, action: Action) -> None:
         host.restarts_needed.discard(action.guest)
     elif isinstance(action, InGuest):
         apply(host.guest(action.guest), action.action)
+    elif isinstance(action, CopyToGuest):
+        copy_to_guest(host, action)
     else:  # pragma: no cover - exhaustive
         raise TypeError(action)
     host.invalidate_facts()
+
+
+def copy_to_guest(host: RunnerHost, action: CopyToGuest) -> None:
+    """The node's file, pushed into a container from the node (the controller never holds it)."""
+    from gpuhost.connection.pct import PctConnection
+
+    conn = host.guest(action.guest).conn
+    if not isinstance(conn, PctConnection):
+        raise OperationFailed(f"{host.name}: {action.guest} is not a container reached through pct")
+    conn.push_from_node(action.source, action.dest, sha256=action.sha256, mode=action.mode)
 
 
 def call(host: RunnerHost, action: PveCall) -> None:

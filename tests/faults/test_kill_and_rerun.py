@@ -2,16 +2,22 @@
 converges to exactly what an uninterrupted run leaves, with no temp file behind and no useless reboot.
 
 Kill points are chosen from outside the product: either when the node shows a given state (a process in
-its process table, a file changed), or at the start offset of a task measured on an uninterrupted run.
+its process table, a file changed), or at an elapsed time.
+
+Every point gets a node of its own, all started in one lab (the lab starts them in seconds), and the points
+run in parallel (``GPUHOST_FAULT_WORKERS`` at once, 6 by default) next to the uninterrupted reference run on
+``pve1``: the runs wait on the nodes' simulated installs and reboots far more than they compute.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -42,10 +48,10 @@ TEMPS = r"""find / -xdev \( -name '.*.gpuhost-??????' -o -name '*.part' -o -name
 pct exec 200 -- find / -xdev \( -name '.*.gpuhost-??????' -o -name '*.part' \) -print 2>/dev/null; true"""
 
 
-def installers(lab) -> set[str]:
+def installers(lab, node: str) -> set[str]:
     """sha256 of the installer cached on the node and of the copy in the CT (the lab builds its own)."""
     out = lab.run(
-        "pve1", "sha256sum /var/cache/gpuhost/*.run; pct exec 200 -- sh -c 'sha256sum /var/cache/gpuhost/*.run'"
+        node, "sha256sum /var/cache/gpuhost/*.run; pct exec 200 -- sh -c 'sha256sum /var/cache/gpuhost/*.run'"
     )
     return {line.split()[0] for line in out.stdout.splitlines()}
 
@@ -56,24 +62,29 @@ def pin(lab) -> str:
     return str(YAML().load(lab.inventory.read_text())["vars"]["nvidia_driver"]["sha256"])
 
 
-def provision(lab) -> dict:
-    r = gpuhost("provision", "lxc", "-i", str(lab.inventory), *ARGS, "--json")
+def provision_cmd(lab, node: str) -> list[str]:
+    return gpuhost_cmd("provision", "lxc", "-i", str(lab.inventory), "--limit", node, *ARGS, "--json")
+
+
+def provision(lab, node: str) -> dict:
+    r = gpuhost("provision", "lxc", "-i", str(lab.inventory), "--limit", node, *ARGS, "--json")
     assert r.stdout.startswith("{"), r.stdout + r.stderr
     return json.loads(r.stdout)
 
 
-def state(lab) -> str:
-    return lab.run("pve1", STATE).stdout
+def state(lab, node: str) -> str:
+    """The node's state, its own name and the id of its ESP (random per node) written as NODE and ESP."""
+    return re.sub(r"/esp/[0-9A-F]{4}-[0-9A-F]{4}/", "/esp/ESP/", lab.run(node, STATE).stdout.replace(node, "NODE"))
 
 
-def wait_quiet(lab) -> None:
+def wait_quiet(lab, node: str) -> None:
     """Until the node is up and nothing the killed client started still runs there."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
             # [x]yz: the pattern does not match the shell that runs pgrep
             busy = lab.run(
-                "pve1",
+                node,
                 "pgrep -f '[g]puhost-write|[g]puhost-download|[g]puhost-stat|[p]ct push|[N]VIDIA-Linux|[p]roxmox-boot-tool|[a]pt-get'",
             )
             if busy.rc == 1:
@@ -83,7 +94,7 @@ def wait_quiet(lab) -> None:
         time.sleep(0.1)
 
 
-def kill_when(lab, proc: subprocess.Popen[str], point: tuple[str, str | float]) -> bool:
+def kill_when(lab, node: str, proc: subprocess.Popen[str], point: tuple[str, str | float]) -> bool:
     """SIGKILL ``proc`` at ``point``; False when the run ended before the point was reached."""
     kind, what = point
     if kind == "after":
@@ -96,7 +107,7 @@ def kill_when(lab, proc: subprocess.Popen[str], point: tuple[str, str | float]) 
     probe = f"pgrep -f {what!r} >/dev/null" if kind == "proc" else f"grep -q -- {what!r} /etc/kernel/cmdline"
     while proc.poll() is None:
         try:
-            if lab.run("pve1", probe, timeout=5).rc == 0:
+            if lab.run(node, probe, timeout=5).rc == 0:
                 proc.kill()
                 return True
         except Exception:  # noqa: BLE001 - the node is rebooting
@@ -125,45 +136,87 @@ POINTS: list[tuple[str, tuple[str, str | float]]] = [
 ]
 
 
-@pytest.fixture(scope="module")
-def reference(fresh_lab):
-    lab = fresh_lab(gpus=8)
-    boots = lab.boots("pve1")
-    start = time.monotonic()
-    report = provision(lab)
-    elapsed = time.monotonic() - start
-    assert report["exit_code"] == 0 if "exit_code" in report else True
-    assert not [t for t in report["tasks"] if t["status"] == "failed"], report["tasks"]
-    return {"state": state(lab), "reboots": lab.boots("pve1") - boots, "elapsed": elapsed}
+WORKERS = int(os.environ.get("GPUHOST_FAULT_WORKERS", "6"))
 
 
-@pytest.mark.parametrize("name,point", POINTS, ids=[re.sub(r"\W+", "-", n) for n, _ in POINTS])
-def test_killed_run_then_rerun_converges(fresh_lab, reference, name, point):
-    lab = fresh_lab(gpus=8)
+def reference_run(lab) -> dict:
     boots = lab.boots("pve1")
+    report = provision(lab, "pve1")
+    return {"report": report, "state": state(lab, "pve1"), "reboots": lab.boots("pve1") - boots}
+
+
+def point_run(lab, node: str, point: tuple[str, str | float]) -> dict:
+    """Kill a first run at ``point``, re-run, and record what the assertions look at."""
+    boots = lab.boots(node)
     proc = subprocess.Popen(
-        gpuhost_cmd("provision", "lxc", "-i", str(lab.inventory), *ARGS, "--json"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=gpuhost_env(),
+        provision_cmd(lab, node), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=gpuhost_env()
     )
-    killed = kill_when(lab, proc, point)
-    proc.communicate(timeout=120)
-    assert killed, f"the run ended before '{name}'"
-    wait_quiet(lab)
-    report = provision(lab)
-    failed = [t for t in report["tasks"] if t["status"] == "failed"]
-    assert not failed, failed
-    assert state(lab) == reference["state"]
-    assert installers(lab) == {pin(lab)}
-    assert lab.run("pve1", TEMPS).stdout.split() == []
-    assert lab.boots("pve1") - boots <= reference["reboots"]
+    killed = kill_when(lab, node, proc, point)
+    proc.communicate(timeout=180)
+    out: dict = {"killed": killed}
+    if not killed:
+        return out
+    wait_quiet(lab, node)
+    report = provision(lab, node)
+    out["failed"] = [t for t in report["tasks"] if t["status"] == "failed"]
+    out["state"] = state(lab, node)
+    out["installers"] = installers(lab, node)
+    out["temps"] = lab.run(node, TEMPS).stdout.split()
+    out["reboots"] = lab.boots(node) - boots
     # and the node is settled: one more run changes nothing and reboots nothing
-    again = provision(lab)
-    assert again["hosts"]["pve1"]["changed"] == 0 and again["hosts"]["pve1"]["rebooted"] is False
+    again = provision(lab, node)
+    out["again"] = (again["hosts"][node]["changed"], again["hosts"][node]["rebooted"])
+    return out
 
 
-def test_enough_points(reference):
+@pytest.fixture(scope="module")
+def outcomes(fresh_lab) -> dict:
+    """Every point's outcome and the reference, run in parallel on nodes of one lab."""
+    lab = fresh_lab(nodes=[("systemd-boot", "amd")] * (len(POINTS) + 1), gpus=8)
+    start = time.monotonic()
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        ref = pool.submit(reference_run, lab)
+        runs = {name: pool.submit(point_run, lab, f"pve{i + 2}", point) for i, (name, point) in enumerate(POINTS)}
+        done: dict = {"reference": ref.result(), "pin": pin(lab), "lab": lab}
+        for name, future in runs.items():
+            try:
+                done[name] = future.result()
+            except Exception as exc:  # noqa: BLE001 - reported by the point's own test
+                done[name] = {"error": repr(exc)}
+    done["elapsed"] = time.monotonic() - start
+    return done
+
+
+@pytest.mark.parametrize("name", [n for n, _ in POINTS], ids=[re.sub(r"\W+", "-", n) for n, _ in POINTS])
+def test_killed_run_then_rerun_converges(outcomes, name):
+    ref, out = outcomes["reference"], outcomes[name]
+    assert not [t for t in ref["report"]["tasks"] if t["status"] == "failed"], ref["report"]["tasks"]
+    assert "error" not in out, out.get("error")
+    assert out["killed"], f"the run ended before '{name}'"
+    assert not out["failed"], out["failed"]
+    assert out["state"] == ref["state"]
+    assert out["installers"] == {outcomes["pin"]}
+    assert out["temps"] == []
+    assert out["reboots"] <= ref["reboots"]
+    assert out["again"] == (0, False)
+
+
+def test_truncated_installer_in_the_ct_is_pushed_again(outcomes):
+    """A push cut short leaves a partial installer in the CT: its checksum differs, and the next run
+    replaces it (the reference node, converged by now)."""
+    lab, want = outcomes["lab"], outcomes["pin"]
+    path = lab.run("pve1", "ls /var/cache/gpuhost/*.run").stdout.strip()
+    lab.run("pve1", f"pct exec 200 -- truncate -s 4096 {path}")
+    assert installers(lab, "pve1") != {want}
+    report = provision(lab, "pve1")
+    push = [t for t in report["tasks"] if t["task"] == "CT 200: NVIDIA installer pushed"]
+    assert [t["status"] for t in push] == ["changed"], push
+    assert "now: sha256" in push[0]["reason"]
+    assert installers(lab, "pve1") == {want}
+    assert lab.run("pve1", TEMPS).stdout.split() == []
+
+
+def test_enough_points(outcomes):
     assert len(POINTS) >= 15
+    assert len({f"pve{i + 2}" for i in range(len(POINTS))}) == len(POINTS)  # one node per point
     threading.enumerate()  # nothing left running in this process

@@ -30,6 +30,7 @@ class RunFlags:
     tags: list[str] = field(default_factory=list)
     skip_tags: list[str] = field(default_factory=list)
     forks: int = 10
+    lock_wait: float = 10.0
     allow_reboot: bool = False
     allow_restart: bool = False
     as_json: bool = False
@@ -61,6 +62,12 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
     "tags": (list[str], typer.Option([], "--tags", "-t", help="Only tasks with these tags.")),
     "skip_tags": (list[str], typer.Option([], "--skip-tags", help="Skip tasks with these tags.")),
     "forks": (int, typer.Option(10, "--forks", "-f", min=1, help="Hosts worked on at once.")),
+    "lock_wait": (
+        float,
+        typer.Option(
+            10.0, "--lock-wait", min=0, help="Seconds to wait for another gpuhost run's lock on a node, then fail."
+        ),
+    ),
     "allow_reboot": (bool, typer.Option(False, "--allow-reboot", help="Reboot nodes whose kernel must restart.")),
     "allow_restart": (
         bool,

@@ -143,6 +143,7 @@ def run_with_flags(playbook: Path, inventory: Path, flags: RunFlags, preset_vars
             tags=frozenset(flags.tags),
             skip_tags=frozenset(flags.skip_tags),
             forks=flags.forks,
+            lock_wait=flags.lock_wait,
             allow_reboot=flags.allow_reboot,
             allow_restart=flags.allow_restart,
             extra_vars=extra_vars,

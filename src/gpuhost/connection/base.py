@@ -31,7 +31,7 @@ from gpuhost.errors import CommandFailed, CommandTimeout
 #: One DEBUG record per remote command (``-v`` prints them): extra = host, command, exit_code, duration.
 remote_log = logging.getLogger("gpuhost.remote")
 
-__all__ = ["BACKUP_SUFFIX", "DEFAULT_TIMEOUT", "Connection", "Stdin", "WriteResult", "to_shell"]
+__all__ = ["BACKUP_SUFFIX", "DEFAULT_TIMEOUT", "Connection", "Held", "Stdin", "WriteResult", "to_shell"]
 
 #: Timeout of a command when neither the call nor the connection says otherwise.
 DEFAULT_TIMEOUT = 600.0
@@ -67,6 +67,27 @@ class WriteResult:
 def to_shell(command: str | Sequence[str]) -> str:
     """A command given as a list is quoted for the shell; a string is used as written."""
     return command if isinstance(command, str) else shlex.join(command)
+
+
+class Held(ABC):
+    """A command kept running on a channel of its own (a lock holder): its stdin stays open until
+    :meth:`release`, or until the connection dies; then the remote side sees end-of-file."""
+
+    @abstractmethod
+    def read_until_line(self, timeout: float) -> str:
+        """The first line it prints (without the newline); ``""`` if it printed none within ``timeout``."""
+
+    @abstractmethod
+    def read_rest(self, timeout: float) -> str:
+        """Everything else it prints until it exits."""
+
+    @abstractmethod
+    def alive(self) -> bool:
+        """Still running, and its channel still open."""
+
+    @abstractmethod
+    def release(self) -> None:
+        """Close its stdin and the channel: the command ends."""
 
 
 @runtime_checkable
@@ -240,6 +261,11 @@ class Connection(ABC):
                 f"{remote or 'none'}, received {hashing.hexdigest()} (changed while read?)",
                 host=self.name,
             )
+
+    def hold(self, command: str | Sequence[str]) -> Held | None:
+        """Start ``command`` on a channel of its own and keep it running (see :class:`Held`); None when this
+        kind of connection cannot (the machine gpuhost runs on, a guest reached through its node)."""
+        return None
 
     # -- lifetime ------------------------------------------------------------------------
     def close(self) -> None:  # noqa: B027 - optional for connections without resources

@@ -16,16 +16,23 @@ Temporary files on the node and in the CT are removed whatever happens.
 from __future__ import annotations
 
 import os
+import posixpath
 import shlex
 import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
 from gpuhost.connection.base import Connection, Stdin, WriteResult
-from gpuhost.connection.payload import Source, open_payload
+from gpuhost.connection.payload import Source, check_sha256, open_payload
 from gpuhost.connection.write_script import TEMP_NAME_SCRIPT, SymlinkPolicy, WriteRequest
 from gpuhost.core.result import CommandResult
 from gpuhost.errors import CommandFailed
+
+#: sha256 and size of a node file (exit 44: none)
+_SOURCE_SCRIPT = (
+    r'p=$1; [ -f "$p" ] || exit 44; s=$(sha256sum < "$p") || exit 1; '
+    r'printf "%s %s\n" "${s%% *}" "$(stat -L -c %s -- "$p")"'
+)
 
 
 class PctConnection(Connection):
@@ -68,22 +75,68 @@ class PctConnection(Connection):
                 return WriteResult(remote_path, None, payload.sha256, payload.size, sent=False, changed=changed)
             request = WriteRequest(remote_path, payload.size, payload.sha256, mode, backup, backup_dir, keep, symlinks)
             staging = self._node_temp_dir()
-            ct_temp: str | None = None
             try:
                 self.node.put_file(
                     f"{staging}/data", payload.stream, mode=0o600, sha256=payload.sha256, timeout=timeout
                 )
-                ct_temp = self.run(["sh", "-c", TEMP_NAME_SCRIPT, "gpuhost-temp", remote_path, symlinks]).stdout.strip()
-                self.node.run(
-                    ["pct", "push", str(self.ctid), f"{staging}/data", ct_temp, "--perms", "0600"], timeout=timeout
-                )
-                result = self.run(f"PUSHED={shlex.quote(ct_temp)} {request.command()}", timeout=timeout)
-                ct_temp = None  # renamed into place (the script removes it itself on failure)
-                return WriteResult(remote_path, result.stdout.strip() or None, payload.sha256, payload.size)
+                return self._push(f"{staging}/data", request, timeout)
             finally:
-                if ct_temp:
-                    self.run(["rm", "-f", "--", ct_temp], check=False)
                 self.node.run(["rm", "-rf", "--", staging], check=False)
+
+    def push_from_node(
+        self,
+        node_path: str,
+        remote_path: str,
+        *,
+        sha256: str,
+        mode: int | None = None,
+        symlinks: SymlinkPolicy = "follow",
+        timeout: float | None = None,
+    ) -> WriteResult:
+        """Copy the node's file ``node_path`` into the CT at ``remote_path`` without it passing through the
+        controller: the node's file must have ``sha256`` (else nothing is sent), ``pct push`` copies it to a
+        temporary name beside the target, where its length and SHA-256 are checked before it is renamed over
+        the target (its directory is created if need be). A target that already has ``sha256`` is not sent
+        again (only its mode corrected)."""
+        want = check_sha256(sha256)
+        current = self.remote_sha256(remote_path)
+        if current is not None and current[0] == want:
+            changed = mode is not None and int(current[1], 8) != mode
+            if changed:
+                self.run(["chmod", format(mode or 0, "04o"), "--", remote_path])
+            return WriteResult(remote_path, None, want, 0, sent=False, changed=changed)
+        size = self.node.run(["sh", "-c", _SOURCE_SCRIPT, "gpuhost-stat", node_path], ok_codes=(0, 44))
+        parts = size.stdout.split()
+        if size.exit_code == 44 or len(parts) != 2:
+            raise CommandFailed(
+                f"pct push {self.ctid} {node_path}", 44, "", f"{node_path}: no such file on the node", host=self.name
+            )
+        if parts[0] != want:
+            raise CommandFailed(
+                f"pct push {self.ctid} {node_path}",
+                1,
+                "",
+                f"checksum mismatch: {node_path} on the node has {parts[0]}, want {want}: not pushed",
+                host=self.name,
+            )
+        request = WriteRequest(remote_path, int(parts[1]), want, mode, False, None, None, symlinks)
+        self.run(["mkdir", "-p", "--", posixpath.dirname(remote_path) or "/"])
+        return self._push(node_path, request, timeout)
+
+    def _push(self, node_path: str, request: WriteRequest, timeout: float | None) -> WriteResult:
+        """``pct push`` of the node's ``node_path`` to a temporary name in the CT, verified and renamed."""
+        ct_temp: str | None = None
+        try:
+            ct_temp = self.run(
+                ["sh", "-c", TEMP_NAME_SCRIPT, "gpuhost-temp", request.path, request.symlinks]
+            ).stdout.strip()
+            self.node.run(["pct", "push", str(self.ctid), node_path, ct_temp, "--perms", "0600"], timeout=timeout)
+            result = self.run(f"PUSHED={shlex.quote(ct_temp)} {request.command()}", timeout=timeout)
+            ct_temp = None  # renamed into place (the script removes it itself on failure)
+            return WriteResult(request.path, result.stdout.strip() or None, request.sha256, request.size)
+        finally:
+            if ct_temp:
+                self.run(["rm", "-f", "--", ct_temp], check=False)
 
     def get_file(
         self, remote_path: str, local_path: str | os.PathLike[str] | None = None, *, timeout: float | None = None

@@ -18,6 +18,7 @@ import logging
 import socket
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
@@ -25,7 +26,7 @@ from typing import BinaryIO, Literal
 import fabric
 import paramiko
 
-from gpuhost.connection.base import DEFAULT_TIMEOUT, Connection, Stdin, iter_chunks
+from gpuhost.connection.base import DEFAULT_TIMEOUT, Connection, Held, Stdin, iter_chunks, to_shell
 from gpuhost.connection.watchdog import Watchdog
 from gpuhost.core.result import TIMEOUT_EXIT, CommandResult
 from gpuhost.errors import ConnectionFailed, HostKeyMismatch
@@ -316,7 +317,66 @@ class SSHConnection(Connection):
             raise ConnectionFailed(self.name, f"connection lost while running a command: {failure or 'no exit status'}")
         return CommandResult(command, code, stdout, stderr, time.monotonic() - start)
 
+    def hold(self, command: str | Sequence[str]) -> Held:
+        transport = self._transport()
+        s = self.settings
+        try:
+            chan = transport.open_session(timeout=s.keepalive * s.keepalive_count)
+            chan.exec_command(to_shell(command))
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            raise ConnectionFailed(self.name, f"cannot open a channel: {exc}") from None
+        self.commands_run += 1
+        return _HeldChannel(self.name, chan)
+
     def _lost_if(self, watch: Watchdog, transport: paramiko.Transport) -> None:
         """A dead peer: drop the session, so later calls fail at once (reconnect() starts a new one)."""
         if watch.dead or not transport.is_active():
             transport.close()
+
+
+class _HeldChannel(Held):
+    def __init__(self, name: str, chan: paramiko.Channel) -> None:
+        self.name = name
+        self.chan = chan
+        self._buf = b""
+
+    def _read(self, timeout: float, until_newline: bool) -> bytes:
+        deadline = time.monotonic() + timeout
+        while not (until_newline and b"\n" in self._buf):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            self.chan.settimeout(left)
+            try:
+                data = self.chan.recv(_CHUNK)
+            except TimeoutError:
+                break
+            except (paramiko.SSHException, OSError, EOFError) as exc:
+                raise ConnectionFailed(self.name, f"connection lost: {exc}") from None
+            if not data:
+                break
+            self._buf += data
+        if until_newline and b"\n" not in self._buf:
+            return b""
+        if until_newline:
+            line, _, self._buf = self._buf.partition(b"\n")
+            return line
+        out, self._buf = self._buf, b""
+        return out
+
+    def read_until_line(self, timeout: float) -> str:
+        return self._read(timeout, True).decode(errors="replace")
+
+    def read_rest(self, timeout: float) -> str:
+        return self._read(timeout, False).decode(errors="replace")
+
+    def alive(self) -> bool:
+        transport = self.chan.get_transport()
+        return not self.chan.closed and not self.chan.exit_status_ready() and bool(transport and transport.is_active())
+
+    def release(self) -> None:
+        try:
+            self.chan.shutdown_write()
+        except (paramiko.SSHException, OSError, EOFError):
+            pass
+        self.chan.close()

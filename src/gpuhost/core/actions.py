@@ -79,6 +79,21 @@ class EditGuestConfig:
 
 
 @dataclass(frozen=True)
+class CopyToGuest:
+    """Copy the node's file ``source`` into guest ``guest`` at ``dest``, from node to guest (never through
+    the controller): atomic, renamed into place only once its SHA-256 inside the guest is ``sha256``."""
+
+    guest: Guest
+    source: str
+    dest: str
+    sha256: str
+    mode: int | None = None
+
+    def describe(self) -> str:
+        return f"copy {self.source} into {self.guest} at {self.dest} (sha256 {self.sha256[:12]}…)"
+
+
+@dataclass(frozen=True)
 class RestartGuest:
     """Restart a running guest so that its configuration applies; only with the operator's consent."""
 
@@ -112,4 +127,6 @@ class InGuest:
         return f"{self.guest}: {self.action.describe()}"
 
 
-Action = WriteFile | RunCommand | RebootHost | PveCall | EditGuestConfig | RestartGuest | RestartService | InGuest
+Action = (
+    WriteFile | RunCommand | RebootHost | PveCall | EditGuestConfig | RestartGuest | RestartService | InGuest | CopyToGuest
+)

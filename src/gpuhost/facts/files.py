@@ -40,3 +40,25 @@ mode: Fact[int | None] = Fact("file mode", lambda path: f"stat -c %a {shlex.quot
 
 succeeds: Fact[bool] = Fact("command succeeds", lambda command: command, lambda r, _cmd: r.exit_code == 0)
 """Whether a read-only check command exits 0 (``unless``/``creates`` guards)."""
+
+
+_CHECKSUM_SCRIPT = (
+    r'p=$1; [ -f "$p" ] || exit 44; s=$(sha256sum < "$p") || exit 1; '
+    r'printf "%s %s\n" "${s%% *}" "$(stat -L -c %a -- "$p")"'
+)
+
+
+def _checksum(result: CommandResult, path: str) -> tuple[str, int] | None:
+    if result.exit_code == MISSING:
+        return None
+    parts = result.stdout.split()
+    if result.exit_code != 0 or len(parts) != 2:
+        raise FactError(f"cannot checksum {path}: {result.stderr.strip() or f'exit {result.exit_code}'}")
+    return parts[0], int(parts[1], 8)
+
+
+checksum: Fact[tuple[str, int] | None] = Fact(
+    "file sha256", lambda path: shlex.join(["sh", "-c", _CHECKSUM_SCRIPT, "gpuhost-stat", path]), _checksum
+)
+"""``(sha256, mode)`` of the regular file ``path`` (through links), ``None`` when there is none. A file
+cut short by an interrupted copy has another checksum, so it is found and replaced."""

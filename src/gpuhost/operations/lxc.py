@@ -13,13 +13,23 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
-from gpuhost.core.actions import EditGuestConfig, InGuest, PveCall, RestartGuest, RestartService, RunCommand, WriteFile
+from gpuhost.core.actions import (
+    CopyToGuest,
+    EditGuestConfig,
+    InGuest,
+    PveCall,
+    RestartGuest,
+    RestartService,
+    RunCommand,
+    WriteFile,
+)
 from gpuhost.core.guest import Guest
 from gpuhost.core.operation import Args, Operation, OperationLookup, SkipTask
 from gpuhost.core.plan import Plan, nothing, unified_diff
 from gpuhost.errors import OperationFailed
+from gpuhost.facts import files as file_facts
 from gpuhost.facts.host import HostFacts, host_facts
 from gpuhost.facts.pve import ct_config, ct_config_path, ct_status, node_name, pve_version, vztemplates
 from gpuhost.pve import config as pveconf
@@ -513,3 +523,65 @@ class InCt(Operation[InContainerArgs]):
                 )
             inside.append(InGuest(ct, act))
         return Plan(reason=f"CT {a.ctid}: {plan.reason}", actions=list(inside), diff=plan.diff)
+
+
+class PushArgs(Args):
+    ctid: int = Field(description="the container's id")
+    src: str = Field(description="absolute path of the file on the node")
+    dest: str = Field(description="absolute path of the copy inside the container")
+    sha256: str = Field(description="the file's SHA-256: the copy in the container is replaced unless it has it")
+    mode: str | None = Field(default="0644", description="octal mode of the copy inside the container")
+
+    @field_validator("src", "dest")
+    @classmethod
+    def _absolute(cls, v: str) -> str:
+        if not v.startswith("/"):
+            raise ValueError("must be an absolute path")
+        return v
+
+    @field_validator("sha256")
+    @classmethod
+    def _sha256(cls, v: str) -> str:
+        if not re.fullmatch(r"[0-9a-fA-F]{64}", v):
+            raise ValueError("must be a SHA-256 (64 hex digits)")
+        return v.lower()
+
+    @field_validator("mode")
+    @classmethod
+    def _mode(cls, v: str | None) -> str | None:
+        if v is not None and not re.fullmatch(r"0?[0-7]{3,4}", v):
+            raise ValueError(f"'{v}' is not an octal mode such as \"0644\"")
+        return v
+
+
+class PushToGuest(Operation[PushArgs]):
+    """A file of the node copied into a container, guarded by its checksum: planned from the SHA-256 of
+    the copy inside the container (a copy cut short by an interrupted push differs, and is replaced),
+    applied from node to container (``pct push`` to a temporary name, checked inside, renamed)."""
+
+    kind = "push_to_guest"
+    Args = PushArgs
+
+    def plan(self, host: HostContext) -> Plan:
+        a = self.args
+        status = host.fact(ct_status, a.ctid)
+        where = f"CT {a.ctid}:{a.dest}"
+        if status != "running":
+            if host.check:
+                raise SkipTask(f"CT {a.ctid} is {status or 'not created yet'}: would push {a.src} to {where}")
+            raise OperationFailed(f"CT {a.ctid} is {status or 'absent'}: cannot push {a.src} into it")
+        ct = Guest.ct(a.ctid)
+        current = host.guest(ct).fact(file_facts.checksum, a.dest)
+        mode = int(a.mode, 8) if a.mode is not None else None
+        action = CopyToGuest(ct, a.src, a.dest, a.sha256, mode)
+        if current is None:
+            return Plan(reason=f"push {a.src} to {where} (now: none)", actions=[action])
+        digest, have = current
+        if digest != a.sha256:
+            return Plan(
+                reason=f"push {a.src} to {where} (now: sha256 {digest[:12]}…, want {a.sha256[:12]}…)",
+                actions=[action],
+            )
+        if mode is not None and have != mode:
+            return Plan(reason=f"mode of {where} {have:o} → {mode:o}", actions=[action])
+        return nothing(f"{where} has sha256 {a.sha256[:12]}…")

@@ -11,7 +11,7 @@ from gpuhost.operations.boot import BootRefresh, KernelCmdline
 from gpuhost.operations.command import Command
 from gpuhost.operations.files import Copy, Template
 from gpuhost.operations.lines import Line
-from gpuhost.operations.lxc import InCt, LxcContainer, LxcDevices, LxcRestart, LxcRunning
+from gpuhost.operations.lxc import InCt, LxcContainer, LxcDevices, LxcRestart, LxcRunning, PushToGuest
 from gpuhost.operations.modules import ModuleList
 from gpuhost.operations.nvidia import NvidiaDriver
 from gpuhost.operations.reboot import Reboot, RebootIfNeeded
@@ -49,6 +49,7 @@ OPERATIONS = build_table(
         LxcRunning,
         ModuleList,
         NvidiaDriver,
+        PushToGuest,
         Reboot,
         RebootIfNeeded,
         SecretEnvFile,

@@ -24,6 +24,8 @@ from gpuhost.operations.lxc import (
     LxcDevices,
     LxcRestart,
     LxcRunning,
+    PushArgs,
+    PushToGuest,
     RunningArgs,
 )
 from gpuhost.operations.nvidia import DriverPin, NvidiaDriver, NvidiaDriverArgs, download_command, installer_path
@@ -127,12 +129,7 @@ def container_tasks(ctid: int, spec: ContainerSpec, v: LxcGpuVars, pin: DriverPi
         task(f"{ct} running", LxcRunning(RunningArgs(ctid=ctid))),
         task(
             f"{ct}: NVIDIA installer pushed",
-            Command(
-                CommandArgs(
-                    cmd=(f"pct exec {ctid} -- mkdir -p /var/cache/gpuhost && pct push {ctid} {installer} {installer}"),
-                    unless=f"pct exec {ctid} -- test -f {installer}",
-                )
-            ),
+            PushToGuest(PushArgs(ctid=ctid, src=installer, dest=installer, sha256=pin.sha256, mode="0644")),
             tags=("driver",),
         ),
         task(

@@ -11,6 +11,7 @@ from gpuhost.connection.base import Rebootable
 from gpuhost.connection.write_script import WriteRequest
 from gpuhost.core.actions import (
     Action,
+    CopyToGuest,
     EditGuestConfig,
     InGuest,
     PveCall,
@@ -50,12 +51,24 @@ def apply(host: RunnerHost, action: Action) -> None:
         host.guest(action.guest).drop_connection()  # its old session ended with the restart
     elif isinstance(action, InGuest):
         apply(host.guest(action.guest), action.action)
+    elif isinstance(action, CopyToGuest):
+        copy_to_guest(host, action)
     else:  # pragma: no cover - exhaustive
         raise TypeError(action)
     host.invalidate_facts()
 
 
 _GUEST_POWER = re.compile(r"/(qemu|lxc)/(\d+)/status/(start|stop|reboot|shutdown|reset|resume)$")
+
+
+def copy_to_guest(host: RunnerHost, action: CopyToGuest) -> None:
+    """The node's file, pushed into a container from the node (the controller never holds it)."""
+    from gpuhost.connection.pct import PctConnection
+
+    conn = host.guest(action.guest).conn
+    if not isinstance(conn, PctConnection):
+        raise OperationFailed(f"{host.name}: {action.guest} is not a container reached through pct")
+    conn.push_from_node(action.source, action.dest, sha256=action.sha256, mode=action.mode)
 
 
 def call(host: RunnerHost, action: PveCall) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from gpuhost.connection.base import Connection
+from gpuhost.connection.base import Connection, Held
 from gpuhost.core.facts import Fact
 from gpuhost.core.guest import Guest
 from gpuhost.core.result import CommandResult
@@ -55,6 +55,7 @@ class RunnerHost:
         self._closed_trips = 0
         #: stdout of the commands the current task ran (kept in its result, shown with -v)
         self.command_output: list[str] = []
+        self._run_lock: Held | None = None
 
     # -- the HostContext protocol -------------------------------------------------------------
     @property
@@ -178,6 +179,20 @@ class RunnerHost:
             ctx._facts.clear()
             ctx._raw.clear()
 
+    def take_run_lock(self, wait: float) -> bool:
+        """Hold the node's run lock (:mod:`gpuhost.runner.node_lock`) from now until :meth:`close`. True
+        when it was taken just now (what was read before may predate another run's changes), False when
+        this run already held it or the connection cannot hold one. Raises ``NodeBusy`` naming the holder."""
+        if self.parent is not None:
+            return self.parent.take_run_lock(wait)
+        if self._run_lock is not None and self._run_lock.alive():
+            return False
+        from gpuhost.runner import node_lock
+
+        grace = self.node.ssh.keepalive * self.node.ssh.keepalive_count
+        self._run_lock = node_lock.take(self.name, self.conn.hold(node_lock.command(wait)), wait, grace)
+        return self._run_lock is not None
+
     def drop_connection(self) -> None:
         """The machine behind this context restarted (a guest): reconnect on next use, read facts afresh."""
         self.close()
@@ -187,6 +202,9 @@ class RunnerHost:
     def close(self) -> None:
         for guest in self._guests.values():
             guest.close()
+        if self._run_lock is not None:
+            self._run_lock.release()
+            self._run_lock = None
         if self._conn is not None:
             self._closed_trips += self._conn.commands_run
             self._conn.close()

@@ -25,6 +25,7 @@ from gpuhost.runner.apply import apply_plan
 from gpuhost.runner.connect import open_connection
 from gpuhost.runner.context import RunnerHost
 from gpuhost.runner.handler_state import PendingHandlers
+from gpuhost.runner.node_lock import DEFAULT_WAIT
 from gpuhost.runner.prefetch import prefetch
 from gpuhost.runner.prepare import HostPlay, PreparedPlay, prepare
 from gpuhost.runner.results import HostSummary, RunReport, Status, TaskResult
@@ -39,6 +40,8 @@ class RunOptions:
     tags: frozenset[str] = frozenset()
     skip_tags: frozenset[str] = frozenset()
     forks: int = 10
+    #: seconds to wait for another run's lock on a node before that node fails, naming the holder
+    lock_wait: float = DEFAULT_WAIT
     allow_reboot: bool = False
     allow_restart: bool = False
     extra_vars: dict[str, Any] = field(default_factory=dict)
@@ -90,6 +93,8 @@ class _HostRun:
         self.waited = False  # the last task's plan had a staged change waiting for a restart
         self.refused = False
         self.pending = PendingHandlers(ctx, set())
+        self.notified: set[str] = set()  # handlers to run at the next flush
+        self.loaded: set[str] = set()  # those of them that an earlier run left pending on the node
         self.kept: set[str] = set()  # handlers refused for want of consent: still pending on the node
         #: one flag per host, shared by its plays: whether ``--start-at-task`` has been reached
         self.reached: list[bool] = [opts.start_at_task is None]
@@ -113,6 +118,17 @@ class _HostRun:
             return "skipped", f"{names} runs an older configuration and must restart; rerun with --allow-restart"
         return None
 
+    def lock(self) -> bool:
+        """Take the node's run lock before the first change (see :mod:`gpuhost.runner.node_lock`). True when
+        it was taken just now: facts are read again, and handlers another run ran meanwhile are forgotten."""
+        if not self.ctx.take_run_lock(self.opts.lock_wait):
+            return False
+        self.ctx.invalidate_facts()
+        still = self.pending.load()
+        self.notified -= self.loaded - still  # pending when this run started, run since by the other run
+        self.loaded = still
+        return True
+
     def task(self, task: Task, *, handler: bool = False) -> TaskResult:
         ctx = self.ctx
         start = time.monotonic()
@@ -121,23 +137,27 @@ class _HostRun:
         ctx.command_output = []
         try:
             operation = task.operation_for(ctx)
-            plan = operation.plan(ctx)
-            reason, diff = plan.reason, plan.diff
-            self.waited = bool(plan.waiting)
-            if plan.waiting:  # staged, applies at the guest's next start: the recap says it must restart
-                ctx.restarts_needed.update(plan.waiting)
-            refused = self._decide(plan.actions) if plan.changes else None
-            self.refused = refused is not None
-            if not plan.changes:
-                status = "ok"
-            elif refused is not None:
-                status, reason = refused
-            elif ctx.check:
-                status = "changed"
-            else:
-                plan = apply_plan(ctx, plan, lambda: operation.plan(ctx))
+            for attempt in (1, 2):
+                plan = operation.plan(ctx)
                 reason, diff = plan.reason, plan.diff
-                status = "changed" if plan.changes else "ok"
+                self.waited = bool(plan.waiting)
+                if plan.waiting:  # staged, applies at the guest's next start: the recap says it must restart
+                    ctx.restarts_needed.update(plan.waiting)
+                refused = self._decide(plan.actions) if plan.changes else None
+                self.refused = refused is not None
+                if not plan.changes:
+                    status = "ok"
+                elif refused is not None:
+                    status, reason = refused
+                elif ctx.check:
+                    status = "changed"
+                elif attempt == 1 and self.lock():
+                    continue  # the node was read before this run held its lock: read it again
+                else:
+                    plan = apply_plan(ctx, plan, lambda: operation.plan(ctx))
+                    reason, diff = plan.reason, plan.diff
+                    status = "changed" if plan.changes else "ok"
+                break
         except SkipTask as exc:
             status, reason = "skipped", exc.reason
         except ConnectionFailed as exc:
@@ -173,10 +193,11 @@ class _HostRun:
         except GpuhostError:
             pass  # reading ahead is an optimisation: the task that needs the fact reports the problem
         self.pending = PendingHandlers(self.ctx, {h.name for h in handlers})
-        notified = self.pending.load()
+        self.loaded = self.pending.load()
+        self.notified = set(self.loaded)
         for task in tasks:
             if task.is_flush:
-                if not self.flush(handlers, notified):
+                if not self.flush(handlers):
                     return False
                 continue
             if not self.reached[0]:
@@ -189,21 +210,22 @@ class _HostRun:
             if result.status == "failed":
                 return False
             if task.notify and (result.status == "changed" or (result.status == "ok" and self.waited)):
-                notified.update(task.notify)  # a staged change waits for the handler (a restart) too
-                self.pending.save(notified | self.kept)
-        return self.flush(handlers, notified)
+                self.notified.update(task.notify)  # a staged change waits for the handler (a restart) too
+                self.pending.save(self.notified | self.kept)
+        return self.flush(handlers)
 
-    def flush(self, handlers: list[Task], notified: set[str]) -> bool:
+    def flush(self, handlers: list[Task]) -> bool:
         """Run each notified handler once, in the order they are defined. One that failed, or was refused
         for want of the operator's consent, stays recorded on the node for the next run."""
         for handler in handlers:
-            if handler.name in notified:
-                notified.discard(handler.name)
+            if handler.name in self.notified:
+                self.notified.discard(handler.name)
+                self.loaded.discard(handler.name)
                 self.refused = False
                 result = self.task(handler, handler=True)
                 if result.status == "failed" or self.refused:
                     self.kept.add(handler.name)
-                self.pending.save(notified | self.kept)
+                self.pending.save(self.notified | self.kept)
                 if result.status == "failed":
                     return False
         return True

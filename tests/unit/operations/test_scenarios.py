@@ -18,6 +18,7 @@ from ruamel.yaml import YAML
 
 from gpuhost.core.actions import (
     Action,
+    CopyToGuest,
     EditGuestConfig,
     InGuest,
     PveCall,
@@ -146,6 +147,11 @@ def action_data(action: Action) -> dict[str, Any]:
         return {"restart": str(action.guest), **action_data(action.call)}
     if isinstance(action, InGuest):
         return {"in": str(action.guest), **action_data(action.action)}
+    if isinstance(action, CopyToGuest):
+        out = {"copy_to": str(action.guest), "source": action.source, "dest": action.dest, "sha256": action.sha256}
+        if action.mode is not None:
+            out["mode"] = oct(action.mode)
+        return out
     raise AssertionError(f"unknown action {action!r}")
 
 
@@ -194,6 +200,7 @@ def test_every_proxmox_operation_has_scenarios() -> None:
         "lxc_running",
         "lxc_restart",
         "in_container",
+        "push_to_guest",
         "verify",
     }
     assert wanted <= have, sorted(wanted - have)

@@ -249,11 +249,7 @@ class SSHConnection(Connection):
         start = time.monotonic()
         transport = self._transport()
         s = self.settings
-        wire = command
-        if s.become:
-            import shlex
-
-            wire = "sudo -n -H -- sh -c " + shlex.quote(command)
+        wire = self._wire(command)
         watch = Watchdog(transport, timeout, s.keepalive, s.keepalive_count)
         try:
             chan = transport.open_session(timeout=s.keepalive * s.keepalive_count)
@@ -317,12 +313,20 @@ class SSHConnection(Connection):
             raise ConnectionFailed(self.name, f"connection lost while running a command: {failure or 'no exit status'}")
         return CommandResult(command, code, stdout, stderr, time.monotonic() - start)
 
+    def _wire(self, command: str) -> str:
+        """What goes over the channel: the command itself, or as root through ``sudo -n`` (``become``)."""
+        if not self.settings.become:
+            return command
+        import shlex
+
+        return "sudo -n -H -- sh -c " + shlex.quote(command)
+
     def hold(self, command: str | Sequence[str]) -> Held:
         transport = self._transport()
         s = self.settings
         try:
             chan = transport.open_session(timeout=s.keepalive * s.keepalive_count)
-            chan.exec_command(to_shell(command))
+            chan.exec_command(self._wire(to_shell(command)))
         except (paramiko.SSHException, OSError, EOFError) as exc:
             raise ConnectionFailed(self.name, f"cannot open a channel: {exc}") from None
         self.commands_run += 1

@@ -128,5 +128,13 @@ class InGuest:
 
 
 Action = (
-    WriteFile | RunCommand | RebootHost | PveCall | EditGuestConfig | RestartGuest | RestartService | InGuest | CopyToGuest
+    WriteFile
+    | RunCommand
+    | RebootHost
+    | PveCall
+    | EditGuestConfig
+    | RestartGuest
+    | RestartService
+    | InGuest
+    | CopyToGuest
 )

@@ -139,12 +139,13 @@ def test_concurrent_pct_set_is_kept_on_the_locked_raw_edit_route(lab, tmp_path):
 
 def test_a_writer_that_keeps_changing_the_config_fails_naming_its_change(lab, tmp_path):
     ctid = new_ct(lab, "lxc.prlimit.memlock: unlimited", start=False)
-    queue(lab, f"pct set {ctid} --cores 4", f"pct set {ctid} --cores 6")
+    # one change after each of gpuhost's reads (its first read, the re-read under the run lock, the re-plan)
+    queue(lab, f"pct set {ctid} --cores 4", f"pct set {ctid} --cores 6", f"pct set {ctid} --cores 8")
     code, report = run(lab, playbook(tmp_path, ctid, GPUS))
     assert code == 1
     error = task(report, "pve1", "devices")["error"]
-    assert f"/etc/pve/lxc/{ctid}.conf changed again" in error and "cores: 2 → 6" in error, error
-    assert "cores: 6\n" in config(lab, ctid)  # nothing of the other writer's was reverted
+    assert f"/etc/pve/lxc/{ctid}.conf changed again" in error and "→ 8" in error, error
+    assert "cores: 8\n" in config(lab, ctid)  # nothing of the other writer's was reverted
 
 
 def test_pending_delete_of_a_gpu_is_repaired(lab, tmp_path):

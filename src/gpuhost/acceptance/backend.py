@@ -5,11 +5,12 @@
 ``pct://NODE/CTID``
     inside container CTID of NODE: ``pct exec CTID -- sh -c …`` over that same connection;
 ``qm-guest://NODE/VMID``
-    inside VM VMID of NODE through the QEMU guest agent (``qm guest exec``), which must be enabled.
+    inside VM VMID of NODE, over SSH at the guest address and with the ``ssh`` settings of its inventory
+    entry (``nodes.NODE.vms.VMID``), host keys checked as for nodes; the VM need not run a guest agent.
 
 Nodes come from the gpuhost inventory given to :func:`use_inventory` (the pytest plugin does that
 from ``--gpuhost-inventory``; plain testinfra users may set ``GPUHOST_INVENTORY``). One connection
-per node is opened on first use and shared by every host on it; :func:`close_all` closes them.
+per node (and per VM guest) is opened on first use and shared; :func:`close_all` closes them.
 
 testinfra keeps only the network location of a host URL (``pct://pve1/200`` would reach it as
 ``pve1``), so importing this module wraps :func:`testinfra.backend.parse_hostspec` to keep the
@@ -18,9 +19,7 @@ path for these schemes, and registers the three schemes in ``testinfra.backend.B
 
 from __future__ import annotations
 
-import json
 import os
-import shlex
 import threading
 import urllib.parse
 from typing import Any
@@ -74,6 +73,26 @@ def node_connection(name: str) -> Connection:
         return conn
 
 
+def guest_connection(node: str, vmid: int) -> Connection:
+    """The shared, open SSH connection into VM ``vmid`` of ``node`` (at its inventory ``address``)."""
+    from gpuhost.runner.connect import open_vm_connection
+
+    key = f"{node}/VM {vmid}"
+    with _lock:
+        conn = _connections.get(key)
+        if conn is None:
+            inv = inventory()
+            vm = inv.nodes[node].vms.get(vmid) if node in inv.nodes else None
+            if vm is None:
+                raise UsageError(f"qm-guest://{node}/{vmid}: no VM {vmid} on node '{node}' in {inv.path}")
+            if vm.address is None:
+                raise UsageError(
+                    f"qm-guest://{node}/{vmid}: VM {vmid} has no guest address (nodes.{node}.vms.{vmid}.address)"
+                )
+            conn = _connections[key] = open_vm_connection(key, vm)
+        return conn
+
+
 def close_all() -> None:
     with _lock:
         for conn in _connections.values():
@@ -124,35 +143,17 @@ class PctBackend(_GpuhostBackend):
         return PctConnection(node_connection(self.node), self.ctid)
 
 
-def parse_guest_exec(text: str) -> tuple[int, str, str]:
-    """Exit status, stdout and stderr from ``qm guest exec``'s JSON answer."""
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"qm guest exec answered no JSON: {text.strip()[:200]}") from exc
-    if not doc.get("exited"):
-        return 124, doc.get("out-data", ""), "the command did not finish within qm guest exec's --timeout"
-    return int(doc.get("exitcode", 1)), doc.get("out-data", ""), doc.get("err-data", "")
-
-
-class QmGuestBackend(base.BaseBackend):
-    """A VM guest through its QEMU guest agent (``agent: enabled=1`` and qemu-guest-agent running in it)."""
+class QmGuestBackend(_GpuhostBackend):
+    """A VM guest over SSH at the address its inventory entry gives (``nodes.NODE.vms.VMID.address``)."""
 
     NAME = "qm-guest"
 
-    def __init__(self, spec: str, *args: Any, timeout: int | str = 60, **kwargs: Any) -> None:
+    def __init__(self, spec: str, *args: Any, **kwargs: Any) -> None:
         self.node, self.vmid = _split(spec, self.NAME)
-        self.timeout = int(timeout)
         super().__init__(spec, *args, **kwargs)
 
-    def run(self, command: str, *args: str, **kwargs: Any) -> base.CommandResult:
-        cmd = self.get_command(command, *args)
-        wrapped = f"qm guest exec {self.vmid} --timeout {self.timeout} -- /bin/sh -c {shlex.quote(cmd)}"
-        r = node_connection(self.node).run(wrapped, check=False, timeout=self.timeout + 30)
-        if r.exit_code != 0:
-            return self.result(r.exit_code, self.encode(cmd), r.stdout, r.stderr or "qm guest exec failed")
-        rc, out, err = parse_guest_exec(r.stdout)
-        return self.result(rc, self.encode(cmd), out, err)
+    def connection(self) -> Connection:
+        return guest_connection(self.node, self.vmid)
 
 
 _original_parse = testinfra.backend.parse_hostspec

@@ -1,13 +1,15 @@
 """The pytest plugin of gpuhost (entry point ``pytest11``): hosts and guests from the inventory.
 
 Options: ``--gpuhost-inventory INV`` (the deployment), ``--gpuhost-limit PATTERN`` (nodes or groups),
-``--gpuhost-ctid ID`` (only these containers), ``--drift`` (list what changed since the last
-provision), ``--gpuhost-save-snapshot`` (record the state as the new baseline when every test passed).
+``--gpuhost-ctid ID`` (only these containers), ``--gpuhost-vmid ID`` (only these VMs), ``--drift`` (list what
+changed since the last provision), ``--gpuhost-save-snapshot`` (record the state as the new baseline when every
+test passed).
 
 Fixtures: ``gpuhost_inventory``; ``gpuhost_node`` / ``node_host`` (each selected node, and a testinfra
 host on it over gpuhost's verified SSH); ``gpuhost_ct`` / ``ct_host`` (each container of those nodes,
-and a testinfra host inside it through ``pct exec``); ``gpuhost_vm`` (each VM guest the inventory
-declares); ``prove`` (call a named check and report its finding).
+and a testinfra host inside it through ``pct exec``); ``gpuhost_vm`` / ``vm_host`` (each VM the inventory
+declares, and a testinfra host in its guest over SSH); ``gpuhost_server`` (each serving container);
+``prove`` (call a named check and report its finding).
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--gpuhost-ctid", dest="gpuhost_ctid", type=int, action="append", default=[], help="Only this container."
     )
+    group.addoption("--gpuhost-vmid", dest="gpuhost_vmid", type=int, action="append", default=[], help="Only this VM.")
     group.addoption("--drift", action="store_true", dest="gpuhost_drift", help="List what changed since provision.")
     group.addoption(
         "--gpuhost-save-snapshot",
@@ -44,11 +47,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @dataclass(frozen=True)
 class Selection:
-    """What the options select: node names, (node, ctid) pairs, (node, vmid) pairs."""
+    """What the options select: node names, (node, ctid) pairs, (node, vmid) pairs, and the (node, ctid)
+    pairs of the selected containers that serve (``serve:``)."""
 
     nodes: list[str]
     containers: list[tuple[str, int]]
     vms: list[tuple[str, int]]
+    servers: list[tuple[str, int]]
 
 
 def _selection(config: pytest.Config) -> Selection | None:
@@ -66,8 +71,12 @@ def _selection(config: pytest.Config) -> Selection | None:
     cts = [(n, c) for n in names for c in inv.nodes[n].containers if not ctids or c in ctids]
     if ctids and not cts:
         raise pytest.UsageError(f"--gpuhost-ctid {', '.join(map(str, sorted(ctids)))}: no such container")
-    vms = [(n, v) for n in names for v in getattr(inv.nodes[n], "vms", {}) or {}]
-    sel = Selection(names, cts, vms)
+    vmids = set(config.getoption("gpuhost_vmid") or ())
+    vms = [(n, v) for n in names for v in inv.nodes[n].vms if not vmids or v in vmids]
+    if vmids and not vms:
+        raise pytest.UsageError(f"--gpuhost-vmid {', '.join(map(str, sorted(vmids)))}: no such VM")
+    servers = [(n, c) for n, c in cts if inv.nodes[n].containers[c].serve is not None]
+    sel = Selection(names, cts, vms, servers)
     config._gpuhost_selection = sel  # type: ignore[attr-defined]
     return sel
 
@@ -84,15 +93,20 @@ class NoGuest:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     names = metafunc.fixturenames
-    wanted = [n for n in ("gpuhost_node", "gpuhost_ct", "gpuhost_vm") if n in names]
+    wanted = [n for n in ("gpuhost_node", "gpuhost_ct", "gpuhost_vm", "gpuhost_server") if n in names]
     if not wanted:
         return
     sel = _selection(metafunc.config)
     if sel is None:
         metafunc.parametrize(wanted[0], [None], indirect=True, scope="module", ids=["no-inventory"])
         return
-    if "gpuhost_ct" in names:
-        params: list[Any] = [f"{n}/{c}" for n, c in sel.containers] or [
+    if "gpuhost_server" in names:
+        params: list[Any] = [f"{n}/{c}" for n, c in sel.servers] or [
+            NoGuest("no serving containers in the inventory for the selected nodes (nodes.NAME.containers.ID.serve)")
+        ]
+        metafunc.parametrize("gpuhost_server", params, indirect=True, scope="module", ids=str)
+    elif "gpuhost_ct" in names:
+        params = [f"{n}/{c}" for n, c in sel.containers] or [
             NoGuest("no containers in the inventory for the selected nodes (nodes.NAME.containers)")
         ]
         metafunc.parametrize("gpuhost_ct", params, indirect=True, scope="module", ids=str)
@@ -138,6 +152,20 @@ def gpuhost_ct(request: pytest.FixtureRequest) -> tuple[str, int]:
 def gpuhost_vm(request: pytest.FixtureRequest) -> tuple[str, int]:
     node, _, vmid = str(_param(request)).partition("/")
     return node, int(vmid)
+
+
+@pytest.fixture(scope="module")
+def gpuhost_server(request: pytest.FixtureRequest) -> tuple[str, int]:
+    node, _, ctid = str(_param(request)).partition("/")
+    return node, int(ctid)
+
+
+@pytest.fixture(scope="module")
+def vm_host(gpuhost_vm: tuple[str, int]) -> Any:
+    import testinfra
+
+    node, vmid = gpuhost_vm
+    return testinfra.get_host(f"qm-guest://{node}/{vmid}")
 
 
 @pytest.fixture(scope="module")

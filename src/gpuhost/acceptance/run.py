@@ -1,4 +1,4 @@
-"""``gpuhost verify host|lxc``: the matching part of the acceptance suite, run in-process by pytest.
+"""``gpuhost verify host|lxc|vm|serve``: the matching part of the acceptance suite, run in-process by pytest.
 
 Each test's outcome and the finding of the check it called become one row of a :class:`SuiteReport`.
 """
@@ -16,7 +16,7 @@ import pytest
 
 from gpuhost.checks.finding import Finding
 
-Kind = Literal["host", "lxc"]
+Kind = Literal["host", "lxc", "vm", "serve"]
 SUITE = Path(__file__).resolve().parent / "suite"
 
 
@@ -128,6 +128,7 @@ def run_suite(
     *,
     limit: str | None = None,
     ctids: list[int] | None = None,
+    vmids: list[int] | None = None,
     junit_xml: Path | None = None,
     drift: bool = False,
 ) -> SuiteReport:
@@ -147,6 +148,8 @@ def run_suite(
         args += ["--gpuhost-limit", limit]
     for c in ctids or ():
         args += ["--gpuhost-ctid", str(c)]
+    for v in vmids or ():
+        args += ["--gpuhost-vmid", str(v)]
     if junit_xml is not None:
         args += ["--junit-xml", str(junit_xml)]
     if drift:

@@ -60,6 +60,28 @@ def check_runtime(facts: RuntimeFacts, subject: str) -> list[Finding]:
 
 
 @check(
+    "serve.unit",
+    title="The server's systemd unit is active",
+    group="serve",
+    meaning="gpuhost-sglang.service is stopped, failed or restarting: nothing serves, whatever launched it last.",
+    fix="gpuhost serve logs (why it stopped); gpuhost serve restart, or gpuhost launch sglang.",
+)
+def check_unit(active: str, subject: str, unit: str = "gpuhost-sglang.service") -> list[Finding]:
+    if active == "active":
+        return [Finding(Level.PASS, "serve.unit", subject, f"{unit} active")]
+    return [
+        Finding(
+            Level.FAIL,
+            "serve.unit",
+            subject,
+            f"{unit} is {active}",
+            cause="the server was stopped, or it exited (a crash shows in its journal)",
+            fix="gpuhost serve logs; gpuhost serve restart",
+        )
+    ]
+
+
+@check(
     "serve.health",
     title="/health answers 200",
     group="serve",

@@ -1,4 +1,5 @@
-"""``gpuhost verify p2p``: measure (or read) GPU peer-to-peer paths and judge them."""
+"""``gpuhost verify p2p``: measure (or read) GPU peer-to-peer paths and judge them; ``verify host|lxc|vm|serve``:
+the matching part of the acceptance suite."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from gpuhost.connection.base import Connection
 from gpuhost.errors import GpuhostError, UsageError
 
 verify_app = typer.Typer(
-    help="Verify a machine: the host, its GPU containers, GPU peer-to-peer paths.", no_args_is_help=True
+    help="Verify a deployment: the host, its GPU containers and VMs, launched servers, GPU peer-to-peer paths.",
+    no_args_is_help=True,
 )
 app.add_typer(verify_app, name="verify")
 
@@ -114,7 +116,7 @@ def p2p_command(
     raise typer.Exit(outcome.exit_code)
 
 
-def _check_inputs(inventory: Path, kind: str, limit: str | None, ctids: list[int]) -> None:
+def _check_inputs(inventory: Path, kind: str, limit: str | None, ctids: list[int], vmids: list[int]) -> None:
     """Every expectation is validated before any node is contacted (bad input: exit 2)."""
     from gpuhost.errors import ConfigError
     from gpuhost.inventory.loader import load_inventory
@@ -125,6 +127,17 @@ def _check_inputs(inventory: Path, kind: str, limit: str | None, ctids: list[int
     if kind == "host":
         for name in names:
             host_vars(inv, name)
+        return
+    if kind == "vm":
+        vms = [v for n in names for v in inv.nodes[n].vms if not vmids or v in vmids]
+        if not vms:
+            which = f"--vmid {', '.join(map(str, vmids))}: no such VM" if vmids else "no VM (nodes.NAME.vms)"
+            raise ConfigError(f"{which} in the inventory")
+        return
+    if kind == "serve":
+        from gpuhost.runner.serve import targets
+
+        targets(inv, limit=limit, ctids=ctids or None)
         return
     plans = [lxc_vars(inv, name, ctids or None) for name in names]
     if ctids and not any(p.selected() for p in plans):
@@ -141,12 +154,13 @@ def _run_and_print(
     junit_xml: Path | None,
     drift: bool,
     verbose: bool,
+    vmids: list[int] | None = None,
 ) -> None:
     from gpuhost.acceptance.run import run_suite
     from gpuhost.cli.output import print_json, print_suite
 
-    _check_inputs(inventory, kind, limit, ctids)
-    report = run_suite(kind, inventory, limit=limit, ctids=ctids, junit_xml=junit_xml, drift=drift)  # type: ignore[arg-type]
+    _check_inputs(inventory, kind, limit, ctids, vmids or [])
+    report = run_suite(kind, inventory, limit=limit, ctids=ctids, vmids=vmids, junit_xml=junit_xml, drift=drift)  # type: ignore[arg-type]
     if as_json:
         print_json(report.to_json())
     else:
@@ -216,25 +230,56 @@ def verify_lxc_command(
     )
 
 
+@verify_app.command("vm")
+def verify_vm_command(
+    inventory: Path = typer.Option(..., "-i", "--inventory", help="Inventory file (YAML)."),
+    limit: str | None = typer.Option(None, "--limit", "-l", help="Only these nodes or groups (comma list)."),
+    vmid: list[int] = typer.Option([], "--vmid", help="Only this VM (repeat for more)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object (schema gpuhost.verify/2)."),
+    junit_xml: Path | None = JunitOpt,
+    verbose: bool = VerboseOpt,
+) -> None:
+    """Prove each GPU VM is ready: running, q35, each GPU its own vfio-pci hostpciN (.0) on a PCIe root port,
+    the clique -set lines, no kvm=off, vfio-pci on the host; in the guest (SSH at its address): driver loaded,
+    persistenced, P2P between the GPUs of a clique (the VM part of the acceptance suite).
+
+    Exit 0 when every check passes, 1 when one fails, 2 on bad input.
+    """
+    _run_and_print(
+        "vm",
+        inventory,
+        limit=limit,
+        ctids=[],
+        vmids=vmid,
+        as_json=as_json,
+        junit_xml=junit_xml,
+        drift=False,
+        verbose=verbose,
+    )
+
+
 @verify_app.command("serve")
 def verify_serve_command(
     inventory: Path = typer.Option(..., "-i", "--inventory", help="Inventory file (YAML)."),
     limit: str | None = typer.Option(None, "--limit", "-l", help="Only these nodes or groups (comma list)."),
     ctid: list[int] = typer.Option([], "--ctid", help="Only this container (repeat for more)."),
-    as_json: bool = typer.Option(False, "--json", help="Print one JSON object (schema gpuhost.verify/1)."),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object (schema gpuhost.verify/2)."),
+    junit_xml: Path | None = JunitOpt,
+    verbose: bool = VerboseOpt,
 ) -> None:
-    """Prove each launched server serves correctly: /health, a smoke completion, the accuracy canary with finite
-    logprobs, and single-stream TTFT and tokens/s.
+    """Prove each launched server serves correctly: unit active, /health 200, a smoke completion, the accuracy
+    canary with finite logprobs, /server_info = the profile, single-stream TTFT and tokens/s (the serve part of
+    the acceptance suite).
 
     Exit 0 when every check passes, 1 when one fails, 2 on bad input.
     """
-    from gpuhost.cli.output import print_findings
-    from gpuhost.inventory.loader import load_inventory
-    from gpuhost.runner.serve import verify_serve
-
-    report = verify_serve(load_inventory(inventory), limit=limit, ctids=ctid or None)
-    if as_json:
-        print_json(report.to_json())
-    else:
-        print_findings(report.findings)
-    raise typer.Exit(report.exit_code)
+    _run_and_print(
+        "serve",
+        inventory,
+        limit=limit,
+        ctids=ctid,
+        as_json=as_json,
+        junit_xml=junit_xml,
+        drift=False,
+        verbose=verbose,
+    )

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from gpuhost.core.facts import Fact
 from gpuhost.core.result import CommandResult
 from gpuhost.errors import FactError
 from gpuhost.facts import files
+from gpuhost.facts.batch import parse_sections, sections_command
+from gpuhost.facts.hardware import parse_nvidia_version
 from gpuhost.pve import config as pveconf
 from gpuhost.pve import vm_gpu
 
@@ -72,3 +75,34 @@ def _numa(result: CommandResult, bdfs: tuple[str, ...]) -> dict[str, int]:
 
 pci_numa_nodes: Fact[dict[str, int]] = Fact("PCI devices' NUMA nodes", _numa_cmd, _numa)
 """``/sys/bus/pci/devices/<bdf>/numa_node`` of each device (-1: the platform does not say)."""
+
+
+@dataclass(frozen=True)
+class GuestDriver:
+    """Inside a VM guest: the loaded NVIDIA kernel module, nvidia-persistenced, the GPUs nvidia-smi lists."""
+
+    module: str | None
+    persistenced: str | None
+    gpus: int
+
+
+def _guest_driver_cmd() -> str:
+    return sections_command(
+        {
+            "module": "cat /proc/driver/nvidia/version",
+            "persistenced": "systemctl is-active nvidia-persistenced",
+            "gpus": "nvidia-smi -L",
+        }
+    )
+
+
+def _guest_driver(result: CommandResult) -> GuestDriver:
+    s = parse_sections(result.stdout)
+    loaded = parse_nvidia_version(s["module"].output) if "module" in s and s["module"].ok else None
+    active = s["persistenced"].output.strip().splitlines() if "persistenced" in s else []
+    listed = s["gpus"].output if "gpus" in s and s["gpus"].ok else ""
+    return GuestDriver(loaded.version if loaded else None, active[-1] if active else None, listed.count("GPU "))
+
+
+guest_driver: Fact[GuestDriver] = Fact("guest NVIDIA driver", _guest_driver_cmd, _guest_driver)
+"""Read inside the guest (over its SSH connection), not on the node."""

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import ConfigDict, Field
 
+from gpuhost.checks.vm import cmdline_findings
 from gpuhost.core.actions import InGuest, PveCall, RestartGuest, RestartService, RunCommand, WriteFile
 from gpuhost.core.guest import Guest
 from gpuhost.core.operation import Args, Operation, OperationLookup, SkipTask
@@ -203,8 +204,7 @@ class VmCommandLineProof(Operation[VmProofArgs]):
         cmd = host.fact(vm_showcmd, vmid)
         refs = tuple(g.ref() for g in self.args.gpus)
         gpus = vm_gpu.gpu_indices(conf.main.options, refs)
-        problems = [f"no hostpci entry for GPU {r.key()}" for r in refs if r not in gpus.values()]
-        problems += vm_gpu.showcmd_problems(cmd, gpus)
+        problems = [f.message for f in cmdline_findings(cmd, conf.main.options, refs, f"VM {vmid}") if f.failed]
         if problems:
             if host.check:
                 raise SkipTask(f"VM {vmid}: would be checked after the change ({problems[0]})")

@@ -1,12 +1,12 @@
 """P2P inside a VM, judged from what the guest's NVIDIA driver reports (``nvidia-smi topo -p2p r`` and
-``w``, read over SSH) by the P2P judge; when P2P is off, the VM's running configuration names the cause.
+``w``, read over SSH) by the check :func:`gpuhost.p2p.guest.guest_p2p`; when P2P is off, the VM's running
+configuration names the cause.
 
 This reads the driver's P2P status only: it does not time a copy or check data integrity (that is
 ``gpuhost verify p2p``'s probe, which needs CUDA in the guest)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from pydantic import Field
@@ -19,8 +19,7 @@ from gpuhost.core.result import CommandResult
 from gpuhost.errors import FactError, OperationFailed
 from gpuhost.facts.vm import vm_config, vm_status
 from gpuhost.operations.vm import VmGpu
-from gpuhost.p2p.diagnosis import diagnose
-from gpuhost.p2p.judge import judge
+from gpuhost.p2p.guest import guest_p2p
 from gpuhost.p2p.parsers import topo_p2p
 from gpuhost.pve import vm_gpu
 
@@ -72,31 +71,11 @@ class VmP2P(Operation[VmP2PArgs]):
                 f"VM {a.vmid}: its running configuration passes {len(placed)} of the {len(a.gpus)} GPUs"
             )
         cliques = [g.clique for _, g in sorted(placed.items())]  # the guest numbers GPUs in hostpci order
-        if all(c is None for c in cliques):
-            return nothing(f"VM {a.vmid}: no GPUDirect clique configured (clique: none), so P2P stays off in the guest")
-        ev = host.guest(vm).fact(guest_topo_p2p)
-        ev.in_vm = True
-        if ev.gpu_count != len(a.gpus):
-            raise OperationFailed(f"VM {a.vmid}: the guest's driver sees {ev.gpu_count} GPUs, expected {len(a.gpus)}")
-        same = {(i, j) for i in range(len(cliques)) for j in range(len(cliques)) if i != j}
-        peers = {(i, j) for i, j in same if cliques[i] is not None and cliques[i] == cliques[j]}
-        others = replace(ev, pairs=[p for p in ev.pairs if (p.src, p.dst) not in peers])
-        ev = replace(ev, pairs=[p for p in ev.pairs if (p.src, p.dst) in peers])
-        verdict = judge(ev, expect_p2p=True)
-        bad = [f for f in verdict.findings if f.failed]
-        if bad:
-            causes = vm_gpu.p2p_blockers(running)
-            lines = [f.message for f in bad[:3]] + diagnose(verdict, ev)[:2]
-            where = f"; the VM's running configuration: {'; '.join(causes)}" if causes else ""
-            text = f"VM {a.vmid}: P2P unavailable in the guest: " + " | ".join(lines) + where
+        ev = None if all(c is None for c in cliques) else host.guest(vm).fact(guest_topo_p2p)
+        finding = guest_p2p(ev, cliques, running, f"VM {a.vmid}")
+        text = f"VM {a.vmid}: {finding.message}"
+        if finding.failed:
             if host.check:
                 raise SkipTask(f"check mode: would verify after the changes; now: {text}")
             raise OperationFailed(text)
-        unexpected = [p.label for p in others.pairs if p.nvml_status.get("read") == "OK" and cliques[p.src] is None]
-        across = len(others.pairs)
-        text = f"VM {a.vmid}: P2P available on all {len(peers)} GPU pairs that share a clique"
-        if across:
-            text += f"; {across} pairs across cliques go through host memory, as configured"
-        if unexpected:
-            text += f" (yet the driver allows {', '.join(unexpected[:3])} without a clique)"
-        return nothing(text + " (guest driver: nvidia-smi topo -p2p r/w; status only, no copy was timed)")
+        return nothing(text)

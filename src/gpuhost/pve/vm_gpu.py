@@ -41,7 +41,7 @@ class GpuRef:
     clique: int | None = None
 
     def key(self) -> str:
-        return f"mapping={self.mapping}" if self.mapping else _slot(self.pci or "")
+        return f"mapping={self.mapping}" if self.mapping else slot(self.pci or "")
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class VmWant:
     options: Mapping[str, str] = field(default_factory=dict)  # plain keys (memory, cores, numa, …)
 
 
-def _slot(pci_id: str) -> str:
+def slot(pci_id: str) -> str:
     """``0000:41:00.0``, ``41:00``, ``41:00.1`` → ``0000:41:00`` (what identifies the card)."""
     m = _PCI_ID.match(pci_id.lower())
     if not m:
@@ -125,7 +125,7 @@ def _index_of(entries: dict[int, str], gpu: GpuRef) -> int | None:
         if gpu.mapping:
             if dict(_props(value, "host")).get("mapping") == gpu.mapping:
                 return index
-        elif any(_slot(i) == _slot(gpu.pci or "") for i in hostpci_ids(value)):
+        elif any(slot(i) == slot(gpu.pci or "") for i in hostpci_ids(value)):
             return index
     return None
 
@@ -311,28 +311,6 @@ def parse_showcmd(text: str) -> KvmCmdline:
         elif word == "-cpu" and "kvm=off" in nxt.split(","):
             kvm_off = True
     return KvmCmdline(vfio, cliques, machine, kvm_off)
-
-
-def showcmd_problems(cmd: KvmCmdline, gpus: Mapping[int, GpuRef]) -> list[str]:
-    """What the running command line lacks for ``gpus`` (hostpci index → GPU)."""
-    problems = []
-    if "q35" not in cmd.machine:
-        problems.append(f"-machine type={cmd.machine or '?'} is not q35")
-    if cmd.kvm_off:
-        problems.append("-cpu carries kvm=off (hidden=1 or x-vga=1): the NVIDIA driver ignores cliques")
-    for index, gpu in sorted(gpus.items()):
-        dev = f"hostpci{index}"
-        if dev not in cmd.vfio:
-            problems.append(f"no '-device vfio-pci,…,id={dev}' (a multifunction id {dev}.0 cannot take a clique)")
-            continue
-        host, bus = cmd.vfio[dev]
-        if gpu.pci and _slot(host) != _slot(gpu.pci):
-            problems.append(f"{dev} passes {host}, not {gpu.pci}")
-        if not bus.startswith("ich9-pcie-port-"):
-            problems.append(f"{dev} sits on {bus}, not on a PCIe root port (pcie=1)")
-        if gpu.clique is not None and cmd.cliques.get(dev) != str(gpu.clique):
-            problems.append(f"no '-set device.{dev}.x-nv-gpudirect-clique={gpu.clique}'")
-    return problems
 
 
 def p2p_blockers(options: Mapping[str, str]) -> list[str]:

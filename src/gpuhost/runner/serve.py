@@ -1,4 +1,5 @@
-"""Operate launched SGLang servers at any time: verify (smoke, canary, speed), status, logs, stop, restart.
+"""Operate launched SGLang servers at any time: status, logs, stop, restart, and the probe that ``gpuhost verify
+serve`` (the serve part of the acceptance suite) judges with :mod:`gpuhost.checks.serve`.
 
 The servers are the containers with a ``serve:`` entry; what runs there is read from the state gpuhost left on the
 target (``/var/lib/gpuhost/sglang/launched.json``). HTTP to the server runs on the target (the probe is shipped
@@ -13,11 +14,9 @@ import shlex
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from gpuhost.checks.finding import Finding, Level, worst
-from gpuhost.checks.serve import serve_findings
 from gpuhost.connection.base import Connection
 from gpuhost.errors import ConfigError, GpuhostError
 from gpuhost.facts import serve_layout as target
@@ -67,66 +66,42 @@ def _state(ct: Connection) -> tuple[str, str | None, dict[str, Any]]:
     return s.active, s.token, s.launched
 
 
-@dataclass
-class ServeReport:
-    findings: list[Finding] = field(default_factory=list)
-
-    @property
-    def exit_code(self) -> int:
-        return 1 if worst(self.findings) >= Level.FAIL else 0
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "schema": "gpuhost.verify/1",
-            "kind": "serve",
-            "ok": self.exit_code == 0,
-            "exit_code": self.exit_code,
-            "findings": [f.to_json() for f in self.findings],
-        }
-
-
 def probe(
     inventory: Inventory, t: ServeTarget, mode: str, connect: Callable[[NodeSpec], Connection] = open_connection
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """(probe output, launched state) of one server."""
+    """(probe output, launched state) of one server, over a connection of its own."""
+    with connect(inventory.nodes[t.node]) as conn:
+        return probe_on(conn, t.ctid, mode)
+
+
+def probe_on(conn: Connection, ctid: int, mode: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(probe output, launched state) of the server in container ``ctid`` of the node ``conn`` reaches:
+    the shipped probe runs in the container (modes: health, verify, info)."""
+    from gpuhost.connection.pct import PctConnection
     from gpuhost.connection.shipped_tool import run_tool
 
-    with connect(inventory.nodes[t.node]) as conn:
-        from gpuhost.connection.pct import PctConnection
-
-        _active, _token, launched = _state(PctConnection(conn, t.ctid))
-        url = str(launched.get("url") or "")
-        if not url:
-            return {"health": None, "error": "not launched by gpuhost (no state on the target)"}, launched
-        model = str(launched.get("served_model") or "default")
-        out = run_tool(
-            conn,
-            read_tool("serve_probe.py").encode(),
-            [url, mode, "--env-file", target.ENV_FILE, "--model", model, "--timeout", "300"],
-            name="serve_probe.py",
-            ctid=t.ctid,
-            timeout=1800,
-        )
+    _active, _token, launched = _state(PctConnection(conn, ctid))
+    url = str(launched.get("url") or "")
+    if not url:
+        return {"health": None, "error": "not launched by gpuhost (no state on the target)"}, launched
+    model = str(launched.get("served_model") or "default")
+    out = run_tool(
+        conn,
+        read_tool("serve_probe.py").encode(),
+        [url, mode, "--env-file", target.ENV_FILE, "--model", model, "--timeout", "300"],
+        name="serve_probe.py",
+        ctid=ctid,
+        timeout=1800,
+    )
     data = out.data if isinstance(out.data, dict) else {"health": None, "error": "probe printed no object"}
     return data, launched
 
 
-def verify_serve(
-    inventory: Inventory,
-    *,
-    limit: str | None = None,
-    ctids: list[int] | None = None,
-    connect: Callable[[NodeSpec], Connection] = open_connection,
-) -> ServeReport:
-    report = ServeReport()
-    for t in targets(inventory, limit=limit, ctids=ctids):
-        try:
-            data, launched = probe(inventory, t, "verify", connect)
-            expect = launched.get("expect")
-            report.findings += serve_findings(data, t.subject, expect if isinstance(expect, dict) else None)
-        except GpuhostError as exc:
-            report.findings.append(Finding(Level.FAIL, "reachable", t.subject, str(exc)))
-    return report
+def service_state(conn: Connection, ctid: int) -> tuple[str, str | None, dict[str, Any]]:
+    """(unit state, start token, launched state) of the server in container ``ctid``."""
+    from gpuhost.connection.pct import PctConnection
+
+    return _state(PctConnection(conn, ctid))
 
 
 def status(

@@ -82,9 +82,14 @@ profiles:
 
 @pytest.fixture(scope="module")
 def launch_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabHandle]:
-    state = tmp_path_factory.mktemp("launchlab") / "state"
+    yield from serving_lab(tmp_path_factory.mktemp("launchlab") / "state", lab_address(9, 1))
+
+
+def serving_lab(state: Path, address: str) -> Iterator[LabHandle]:
+    """Node ``sgl`` at ``address`` with the host driver, CT 230 with both GPUs and the driver's userspace, and the
+    inventory ``launch.yml`` that gives the container its ``serve:`` entry (stopped and removed after)."""
     handle = start_lab(
-        state, [NodeSpec("sgl", lab_address(9, 1), boot="grub", cpu="amd", pve=8, gpus=2, gpu_model=GPU_MODEL, numa=1)]
+        state, [NodeSpec("sgl", address, boot="grub", cpu="amd", pve=8, gpus=2, gpu_model=GPU_MODEL, numa=1)]
     )
     try:
         node = "sgl"

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from gpuhost.checks.vm import cmdline_findings
 from gpuhost.core.actions import PveCall
 from gpuhost.errors import OperationFailed
 from gpuhost.facts.pve import node_name
@@ -238,7 +239,7 @@ def test_real_config_changes_only_owned_keys(name):
     assert {n: s.options for n, s in after.specials.items()} == {n: s.options for n, s in before.specials.items()}
     assert after.main.description == before.main.description
     for k, v in vm_gpu.hostpci_entries(eff_before).items():  # other devices keep index and value
-        if not any(vm_gpu._slot(i) in ("0000:41:00", "0000:c1:00") for i in vm_gpu.hostpci_ids(v)):
+        if not any(vm_gpu.slot(i) in ("0000:41:00", "0000:c1:00") for i in vm_gpu.hostpci_ids(v)):
             assert after.main.options[f"hostpci{k}"] == v
 
 
@@ -258,6 +259,9 @@ def test_captured_pve_hostpci_config_keeps_other_devices():
     assert "hostpci0: 00:ff.1,driver=keep\n" in after and "hostpci7: d0:15.2,pcie=1\n" in after
 
 
+OPTS = {"hostpci0": "0000:41:00.0,pcie=1"}
+
+
 # ---- qm showcmd --------------------------------------------------------------------------------
 
 
@@ -267,7 +271,9 @@ def test_showcmd_proof_names_what_is_missing():
         "-device 'vfio-pci,host=0000:41:00.0,id=hostpci0.0,bus=pci.0,addr=0x10.0,multifunction=on' "
         "-machine 'type=pc+pve0'"
     )
-    problems = vm_gpu.showcmd_problems(vm_gpu.parse_showcmd(text), {0: GpuRef(pci="0000:41:00.0", clique=0)})
+    found = cmdline_findings(vm_gpu.parse_showcmd(text), OPTS, (GpuRef(pci="0000:41:00.0", clique=0),), "VM 100")
+    problems = [f.message for f in found if f.failed]
+    assert {f.check for f in found if f.failed} == {"vm.q35", "vm.no_kvm_off", "vm.functions", "vm.cliques"}
     assert any("not q35" in p for p in problems)
     assert any("kvm=off" in p for p in problems)
     assert any("id=hostpci0'" in p and "multifunction" in p for p in problems)
@@ -279,7 +285,21 @@ def test_showcmd_proof_passes():
         "  -device 'vfio-pci,host=0000:41:00.0,id=hostpci0,bus=ich9-pcie-port-1,addr=0x0' \\\n"
         "  -machine 'type=q35+pve0' \\\n  -set device.hostpci0.x-nv-gpudirect-clique=0"
     )
-    assert vm_gpu.showcmd_problems(vm_gpu.parse_showcmd(text), {0: GpuRef(pci="0000:41:00.0", clique=0)}) == []
+    found = cmdline_findings(vm_gpu.parse_showcmd(text), OPTS, (GpuRef(pci="0000:41:00.0", clique=0),), "VM 100")
+    assert [f for f in found if f.failed] == [] and len(found) == 5
+
+
+def test_showcmd_proof_names_a_missing_clique_and_a_plain_pci_bus():
+    text = (
+        "/usr/bin/kvm -id 100 -cpu host "
+        "-device 'vfio-pci,host=0000:41:00.0,id=hostpci0,bus=pci.0,addr=0x10' -machine 'type=q35+pve0'"
+    )
+    found = cmdline_findings(vm_gpu.parse_showcmd(text), OPTS, (GpuRef(pci="0000:41:00.0", clique=0),), "VM 100")
+    failed = {f.check: f.message for f in found if f.failed}
+    assert failed == {
+        "vm.pcie": "hostpci0 sits on pci.0, not on a PCIe root port (pcie=1)",
+        "vm.cliques": "no '-set device.hostpci0.x-nv-gpudirect-clique=0'",
+    }
 
 
 def test_p2p_blockers_name_the_missing_pieces():

@@ -1,52 +1,86 @@
-"""Serving proofs (unit active, /health 200, launch flags in effect = the profile, the accuracy canary).
+"""Serving proofs: each container with a ``serve:`` entry (``gpuhost launch sglang``), through ``pct exec``.
 
-Pluggable: the proofs live in ``gpuhost.checks.serve`` (from ``gpuhost launch sglang``), which provides
-``servers(inventory) -> list[str]`` (ids ``NODE/CTID`` of the inventory's serving guests) and
-``serve_findings(inventory, server_id) -> list[Finding]``. Until that module exists no guest can be
-declared as serving, and the test skips naming the missing capability.
+The unit is active; the shipped probe (``gpuhost/tools/serve_probe.py``, run in the container once per server)
+finds ``/health`` 200, a smoke completion, the accuracy canary with finite log-probabilities, ``/server_info``
+showing the launch settings the profile asked for (recorded at launch in ``launched.json``), and single-stream
+speed (INFO). Every judgment is a :mod:`gpuhost.checks.serve` check.
 """
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
 from gpuhost.acceptance.plugin import reachable
+from gpuhost.checks import serve as checks
+from gpuhost.facts import serve_layout
 
 
-def _serve() -> ModuleType | None:
-    try:
-        return importlib.import_module("gpuhost.checks.serve")
-    except ModuleNotFoundError:
-        return None
+@dataclass(frozen=True)
+class Server:
+    subject: str
+    active: str
+    launched: dict[str, Any]
+    probe: dict[str, Any]
+
+    @property
+    def expect(self) -> dict[str, str]:
+        e = self.launched.get("expect")
+        return dict(e) if isinstance(e, dict) else {}
 
 
-def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "server" not in metafunc.fixturenames:
-        return
-    from gpuhost.acceptance import backend
-    from gpuhost.acceptance.plugin import NoGuest
+@pytest.fixture(scope="module")
+def server(gpuhost_server: tuple[str, int]) -> Server:
+    from gpuhost.acceptance.backend import node_connection
+    from gpuhost.runner.serve import probe_on, service_state
 
-    serve = _serve()
-    if serve is None:
-        params: list[Any] = [
-            NoGuest(
-                "no serving guests: this gpuhost has no serving proofs (gpuhost.checks.serve, gpuhost launch sglang)"
-            )
-        ]
-    else:
-        params = list(serve.servers(backend.inventory())) or [NoGuest("no serving guests in the inventory")]
-    metafunc.parametrize("server", params, ids=str)
+    node, ctid = gpuhost_server
+
+    def read() -> Server:
+        conn = node_connection(node)
+        active, _token, launched = service_state(conn, ctid)
+        data: dict[str, Any] = {"health": None, "error": f"{serve_layout.UNIT} is {active}"}
+        if active == "active":
+            data, launched = probe_on(conn, ctid, "verify")
+        return Server(f"{node}/CT {ctid}", active, launched, data)
+
+    return reachable(read)  # type: ignore[no-any-return]
 
 
-def test_serving(server: Any, gpuhost_inventory: Any, prove: Any) -> None:
-    from gpuhost.acceptance.plugin import NoGuest
+def test_unit(server: Server, prove: Any) -> None:
+    prove(checks.check_unit(server.active, server.subject, serve_layout.UNIT))
 
-    if isinstance(server, NoGuest):
-        pytest.skip(server.reason)
-    serve = _serve()
-    assert serve is not None
-    prove(list(reachable(lambda: serve.serve_findings(gpuhost_inventory, server))))
+
+def test_health(server: Server, prove: Any) -> None:
+    prove(checks.check_health(server.probe, server.subject))
+
+
+def test_smoke(server: Server, prove: Any) -> None:
+    prove(checks.check_smoke(server.probe, server.subject))
+
+
+def test_canary(server: Server, prove: Any) -> None:
+    prove(checks.check_canary(server.probe, server.subject))
+
+
+def test_logprobs(server: Server, prove: Any) -> None:
+    prove(checks.check_logprobs(server.probe, server.subject))
+
+
+def test_server_info(server: Server, prove: Any) -> None:
+    if not server.expect:
+        pytest.fail(
+            f"serve.server-info {server.subject}: no launch expectation recorded "
+            f"({serve_layout.STATE_FILE}: not launched by gpuhost launch sglang)",
+            pytrace=False,
+        )
+    prove(checks.check_server_info(server.probe, server.expect, server.subject))
+
+
+def test_speed(server: Server, prove: Any) -> None:
+    found = checks.check_speed(server.probe, server.subject)
+    if not found:
+        pytest.skip("serve.speed: the probe made no streamed request (server not healthy)")
+    prove(found)

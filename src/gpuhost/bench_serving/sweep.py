@@ -344,6 +344,12 @@ def _run_level(
     result = parse_level(text, jsonl)
     if rc not in (0, None) and result.status != "failed":
         result.notes.append(f"the client exited {rc}")
+    sent, done = plan.prompts(concurrency), result.figures.get("successful_requests")
+    if result.status != "failed" and isinstance(done, int) and done < sent:
+        # bench_serving counts only the successes; the sweep knows how many it sent
+        result.notes.append(f"{sent - done} of {sent} requests failed")
+        if not isinstance(result.extra.get("error_count"), int):
+            result.extra["error_count"] = sent - done
     t0 = float(data["t0"]) if isinstance(data.get("t0"), (int, float)) else None
     t1 = float(data["t1"]) if isinstance(data.get("t1"), (int, float)) else None
     lv = LevelOutcome(concurrency, result, t0, t1, rc)

@@ -8,7 +8,8 @@ as one JSON document (``output="json"``), JSON Lines (``"jsonl"``), or return it
 
 Every failure is a :class:`ToolFailed` (a :class:`~gpuhost.errors.CommandFailed`): it names the
 step, the command, the exit code and the tail of the output. Users: the P2P probe
-(:mod:`gpuhost.p2p.remote`); the serving benchmark and the GPU power sampler are meant to be.
+(:mod:`gpuhost.p2p.remote`), the serve probe, and the serving benchmark's levels. :func:`start_tool` leaves a
+tool running in the background (the GPU sampler during a benchmark sweep) until its :meth:`BackgroundTool.stop`.
 """
 
 from __future__ import annotations
@@ -128,6 +129,120 @@ def run_tool(
     if ok_codes is not None and result.exit_code not in ok_codes:
         raise ToolFailed(f"{name} failed", command, result.exit_code, result.stdout, result.stderr, host=target.name)
     return ToolOutput(_parse(result, output, name, target.name), result)
+
+
+@dataclass
+class BackgroundTool:
+    """A shipped tool left running on the target (:func:`start_tool`): its process id and private directory.
+
+    :meth:`stop` ends it (SIGTERM, then SIGKILL after ``grace`` seconds), returns what it printed and removes its
+    directory; it is safe to call more than once."""
+
+    target: Connection
+    tmp: str
+    pid: int
+    name: str
+    stopped: bool = False
+    output: str = ""
+
+    @property
+    def _out(self) -> str:
+        return f"{self.tmp}/stdout"
+
+    def running(self) -> bool:
+        """Whether the tool's process is still alive (and still the tool: its command line names its directory)."""
+        r = self.target.run(self._is_it(), check=False, timeout=60)
+        return r.exit_code == 0
+
+    def _is_it(self) -> str:
+        return f"tr '\\0' ' ' < /proc/{self.pid}/cmdline 2>/dev/null | grep -qF -- {shlex.quote(self.tmp + '/')}"
+
+    def read_output(self) -> str:
+        """What the tool has printed so far (stdout)."""
+        data = self.target.get_file(self._out, timeout=300)
+        return data.decode("utf-8", "replace") if isinstance(data, bytes) else ""
+
+    def stop(self, grace: float = 10.0) -> str:
+        if self.stopped:
+            return self.output
+        tries = max(1, int(grace / 0.2))
+        script = (
+            f"if {self._is_it()}; then kill -TERM {self.pid}; "
+            f"i=0; while [ $i -lt {tries} ] && {self._is_it()}; do sleep 0.2; i=$((i+1)); done; "
+            f"if {self._is_it()}; then kill -KILL {self.pid}; echo killed; fi; fi"
+        )
+        try:
+            self.target.run(script, check=False, timeout=grace + 60)
+            try:
+                self.output = self.read_output()
+            except CommandFailed:
+                self.output = ""
+        finally:
+            try:
+                self.target.run(["rm", "-rf", "--", self.tmp], check=False, timeout=60)
+            except GpuhostError:
+                pass
+            self.stopped = True
+        return self.output
+
+
+def start_tool(
+    conn: Connection,
+    tool: bytes | Path,
+    args: Sequence[str] = (),
+    *,
+    name: str = "tool.pyz",
+    ctid: int | None = None,
+    timeout: float | None = None,
+) -> BackgroundTool:
+    """Ship ``tool`` like :func:`run_tool` and start it in the background (its own session, stdout to a file in
+    its private directory); the caller must :meth:`BackgroundTool.stop` it (in a ``finally``)."""
+    if "/" in name or name in ("", ".", ".."):
+        raise ValueError(f"tool name must be a plain file name, not {name!r}")
+    if ctid is not None:
+        check = conn.run(f"command -v pct >/dev/null 2>&1 || exit {NO_PCT}", check=False, timeout=60)
+        if check.exit_code != 0:
+            raise _prepare_failed(check, conn.name)
+    target = target_of(conn, ctid)
+    prepare = (
+        f"command -v python3 >/dev/null 2>&1 || exit {NO_PYTHON}; "
+        f'mktemp -d "${{TMPDIR:-/tmp}}/gpuhost-tool.XXXXXX" || exit {NO_TEMP_DIR}'
+    )
+    made = target.run(prepare, check=False, timeout=60)
+    if made.exit_code != 0 or not made.stdout.strip():
+        raise _prepare_failed(made, target.name)
+    tmp = made.stdout.strip()
+    path = f"{tmp}/{name}"
+    try:
+        try:
+            target.put_file(path, tool, mode=0o700, timeout=timeout)
+        except CommandFailed as exc:
+            raise ToolFailed(
+                f"cannot ship {name}",
+                exc.command,
+                exc.exit_code_of_command,
+                exc.stdout_tail,
+                exc.stderr_tail,
+                host=target.name,
+            ) from None
+        q = shlex.quote(tmp)
+        command = (
+            f"cd {q} && {{ nohup python3 {shlex.quote(path)} {shlex.join(args)} "
+            f"> {q}/stdout 2> {q}/stderr < /dev/null & }} && echo $!"
+        )
+        result = target.run(command, check=False, timeout=60)
+        pid = result.stdout.strip().splitlines()[-1] if result.stdout.strip() else ""
+        if result.exit_code != 0 or not pid.isdigit():
+            raise ToolFailed(
+                f"{name} did not start", command, result.exit_code, result.stdout, result.stderr, target.name
+            )
+    except BaseException:
+        try:
+            target.run(["rm", "-rf", "--", tmp], check=False, timeout=60)
+        except GpuhostError:
+            pass
+        raise
+    return BackgroundTool(target, tmp, int(pid), name)
 
 
 def _parse(result: CommandResult, output: Output, name: str, host: str) -> object:

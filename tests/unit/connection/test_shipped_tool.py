@@ -1,13 +1,15 @@
 """run_tool on the local connection (and through a stand-in pct): ship, run, parse, always clean up."""
 
+import json
 import stat
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from gpuhost.connection.local import LocalConnection
-from gpuhost.connection.shipped_tool import ToolFailed, run_tool
+from gpuhost.connection.shipped_tool import ToolFailed, run_tool, start_tool
 
 FAKE_PCT = """#!/bin/sh
 echo "$@" >> "$FAKE_PCT_LOG"
@@ -96,3 +98,43 @@ def test_missing_python3_is_named(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(ToolFailed, match="python3 is not installed"):
         run_tool(LocalConnection(), TOOL, ["json"])
+
+
+BACKGROUND = b"""
+import json, signal, sys, time
+stop = []
+if sys.argv[1] == "stubborn":
+    signal.signal(signal.SIGTERM, lambda *_: None)
+else:
+    signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
+n = 0
+while not stop:
+    print(json.dumps({"tick": n}), flush=True)
+    n += 1
+    time.sleep(0.05)
+print(json.dumps({"end": "signal", "ticks": n}), flush=True)
+"""
+
+
+def test_background_tool_runs_until_stopped_then_output_comes_back_and_nothing_is_left(env):
+    tool = start_tool(LocalConnection(), BACKGROUND, ["polite"], name="bg.py")
+    time.sleep(0.5)
+    assert tool.running()
+    so_far = tool.read_output()
+    assert '{"tick": 0}' in so_far
+    out = tool.stop()
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert lines[-1]["end"] == "signal" and lines[-1]["ticks"] >= 3
+    assert not Path(f"/proc/{tool.pid}").exists() or not tool.running()
+    assert list(env.iterdir()) == []  # its directory is gone
+    assert tool.stop() == out  # a second stop is harmless
+
+
+def test_background_tool_that_ignores_sigterm_is_killed_after_the_grace(env):
+    tool = start_tool(LocalConnection(), BACKGROUND, ["stubborn"], name="bg.py")
+    time.sleep(0.3)
+    started = time.monotonic()
+    out = tool.stop(grace=1.0)
+    assert 0.9 <= time.monotonic() - started < 10
+    assert '"tick"' in out and '"end"' not in out
+    assert not tool.running() and list(env.iterdir()) == []

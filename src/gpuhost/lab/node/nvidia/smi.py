@@ -340,12 +340,32 @@ def run(argv: list[str], version: str) -> str:
     raise SmiExit("Invalid combination of input arguments. Please run 'nvidia-smi -h' for help.\n", RC_INVALID)
 
 
+def _loop_s(argv: list[str]) -> float | None:
+    """``-l SEC`` / ``--loop=SEC`` or ``-lms MS`` / ``--loop-ms=MS``: repeat a query at this period."""
+    ms = _option(argv, "-lms", "--loop-ms")
+    if ms is not None:
+        return max(int(ms), 1) / 1000.0
+    sec = _option(argv, "-l", "--loop")
+    return None if sec is None else max(int(sec), 1)
+
+
 def main(argv: list[str], version: str) -> int:
     try:
-        sys.stdout.write(run(argv, version))
-        return 0
+        period = _loop_s(argv) if _option(argv, "--query-gpu") is not None else None
+        if period is None:
+            sys.stdout.write(run(argv, version))
+            return 0
+        # like the driver's: the query again every period until interrupted; each tick's lines flushed at once
+        next_tick = time.monotonic()
+        while True:
+            sys.stdout.write(run(argv, version))
+            sys.stdout.flush()
+            next_tick += period
+            time.sleep(max(0.0, next_tick - time.monotonic()))
     except SmiExit as exc:
         (sys.stderr if exc.stream == "err" else sys.stdout).write(exc.text.rstrip("\n") + "\n")
         return exc.code
     except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
         return 0

@@ -569,6 +569,7 @@ def crash_nan(load: GpuLoad) -> None:
 def bind(args: argparse.Namespace) -> ThreadingHTTPServer:
     ThreadingHTTPServer.allow_reuse_address = True
     ThreadingHTTPServer.daemon_threads = True
+    ThreadingHTTPServer.request_queue_size = 2048  # uvicorn's listen backlog; the default 5 drops a burst
     try:
         return ThreadingHTTPServer((args.host, args.port), Handler)
     except OSError as exc:

@@ -98,7 +98,7 @@ _INSTALL_SCRIPT = r"""log=$1; shift
 rm -f -- "$log"
 "$@" &
 pid=$!
-tail -n +1 -F --pid="$pid" -- "$log" 2>/dev/null
+tail -s 0.2 -n +1 -F --pid="$pid" -- "$log" 2>/dev/null
 wait "$pid"
 """
 

@@ -14,21 +14,6 @@ launch_app = typer.Typer(help="Launch LLM servers in the inventory's GPU guests.
 app.add_typer(launch_app, name="launch")
 
 
-def _progress_to_stderr() -> None:
-    """Readiness phases and elapsed times while waiting (stderr, so --json stays one object)."""
-    import logging
-    import sys
-
-    logger = logging.getLogger("gpuhost.progress")
-    if not any(getattr(h, "_gpuhost", False) for h in logger.handlers):
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("  … %(message)s"))
-        handler._gpuhost = True  # type: ignore[attr-defined]
-        logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    logger.propagate = False
-
-
 @launch_app.command("sglang")
 @run_flags
 def launch_sglang(
@@ -50,5 +35,4 @@ def launch_sglang(
         preset["lxc_ctids"] = ctid
     if profile:
         preset["sglang_profile"] = profile
-    _progress_to_stderr()
     raise typer.Exit(run_with_flags(_builtin("launch-sglang.yml"), inventory, flags, preset))

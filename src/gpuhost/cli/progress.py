@@ -1,7 +1,8 @@
 """Progress of long steps (a reboot's phases, …) while the run waits on them.
 
 Each step a host reports (``gpuhost.progress`` records) is printed on stderr as one plain line
-(``[pve1] reboot: down; waiting for SSH (3 s)``) and kept in ``--log``. While a step lasts:
+(``[pve1] reboot: down; waiting for SSH (3 s)``) and kept in ``--log``; an ``update`` record (a
+download's bytes so far) only changes what the step shows. While a step lasts:
 
 * on a terminal, a live line at the bottom of stderr shows every waiting host's step and its
   running time, redrawn each second and wiped before other output;
@@ -60,16 +61,22 @@ class ProgressLines(logging.Handler):
             self._wipe()
 
     def emit(self, record: logging.LogRecord) -> None:
-        from gpuhost.connection.progress import format_record
+        from gpuhost.core.progress import format_record
 
         try:
             line = redact(format_record(record))
             host = str(getattr(record, "host", "?"))
             now = time.monotonic()
+            message = redact(record.getMessage())
             with self._lock:
+                if getattr(record, "update", False):  # the step's state now: the live line, the next `still`
+                    _, began, written = self._steps.get(host, (message, now, now))
+                    self._steps[host] = (message, began, written)
+                    self._draw()
+                    return
                 self._wipe()
                 self._write(line)
-                self._steps[host] = (redact(record.getMessage()), now, now)
+                self._steps[host] = (message, now, now)
                 self._draw()
             if self.log is not None:
                 self.log.line(line)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Protocol
 
-from gpuhost.connection.progress import report
+from gpuhost.core.progress import report
 from gpuhost.core.result import CommandResult
 from gpuhost.errors import ConnectionFailed, OperationFailed
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpuhost.core.guest import Guest
+from gpuhost.core.progress import CommandProgress
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,8 @@ class RunCommand:
     command: str
     ok_codes: tuple[int, ...] = (0,)
     timeout: float | None = None
+    #: how the command's streamed stdout tells its progress (the runner reports it while it runs)
+    progress: CommandProgress | None = None
 
     def describe(self) -> str:
         return f"run: {self.command}"

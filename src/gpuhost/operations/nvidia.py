@@ -16,6 +16,7 @@ from pydantic import Field, field_validator
 from gpuhost.core.actions import RunCommand
 from gpuhost.core.operation import Args, Operation
 from gpuhost.core.plan import Plan, nothing
+from gpuhost.core.progress import CurlMeter, LogPhases
 from gpuhost.errors import OperationFailed
 from gpuhost.facts.host import host_facts
 from gpuhost.facts.nvidia import build_prerequisites, userspace_version
@@ -74,7 +75,8 @@ f=$1 url=$2 want=$3
 mkdir -p -- "$(dirname -- "$f")"
 if [ -f "$f" ]; then got=$(sha256sum < "$f"); [ "${got%% *}" != "$want" ] || exit 0; fi
 rm -f -- "$f.part"
-curl -fsSL --retry 3 --proto =https,http,file --proto-redir =https,http -o "$f.part" --url "$url"
+# the progress meter of curl (and its error, if any) on stdout: the runner reads bytes and rate from it
+curl -fSL --retry 3 --proto =https,http,file --proto-redir =https,http -o "$f.part" --url "$url" 2>&1
 got=$(sha256sum < "$f.part"); got=${got%% *}
 if [ "$got" != "$want" ]; then
   printf 'checksum mismatch for %s: got %s, want %s\n' "$url" "$got" "$want" >&2
@@ -88,6 +90,29 @@ def download_command(a: DriverPin) -> str:
     return shlex.join(["sh", "-c", _DOWNLOAD_SCRIPT, "gpuhost-download", installer_path(a.version), a.url, a.sha256])
 
 
+INSTALLER_LOG = "/var/log/nvidia-installer.log"
+
+# The installer runs in the background; its log (it rewrites it each run) streams on stdout while it
+# runs, so the runner can show the phase. The installer's own stdout and stderr stay as they are.
+_INSTALL_SCRIPT = r"""log=$1; shift
+rm -f -- "$log"
+"$@" &
+pid=$!
+tail -s 0.2 -n +1 -F --pid="$pid" -- "$log" 2>/dev/null
+wait "$pid"
+"""
+
+#: phases of the installer's log (nvidia-installer writes them as it goes), in the order they come
+INSTALL_PHASES = (
+    (r"Uninstalling the previous installation|Uninstalling NVIDIA", "removing the previous driver"),
+    (r"Building kernel modules?|Kernel source path", "building the kernel module"),
+    (r"Kernel module compilation complete", "kernel module built"),
+    (r"DKMS", "registering the kernel module with DKMS"),
+    (r"Installing NVIDIA driver version|Installed the NVIDIA userspace|userspace", "installing the userspace"),
+    (r"Kernel module load succeeded|appears to be loaded", "loading the kernel module"),
+)
+
+
 def install_command(a: NvidiaDriverArgs) -> str:
     opts = ["--silent", "--no-x-check", "--no-nouveau-check"]
     if a.target == "host":
@@ -96,7 +121,9 @@ def install_command(a: NvidiaDriverArgs) -> str:
             opts.append("-m=kernel-open")
     else:
         opts.append("--no-kernel-modules")
-    return f"sh {shlex.quote(installer_path(a.version))} {' '.join(opts)}"
+    return shlex.join(
+        ["sh", "-c", _INSTALL_SCRIPT, "gpuhost-install", INSTALLER_LOG, "sh", installer_path(a.version), *opts]
+    )
 
 
 class NvidiaDriver(Operation[NvidiaDriverArgs]):
@@ -124,7 +151,11 @@ class NvidiaDriver(Operation[NvidiaDriverArgs]):
                     "proxmox-headers-$(uname -r) first; without them the installer silently builds a module "
                     "that breaks at the next kernel update"
                 )
+        step = "driver install (DKMS build)" if a.target == "host" else "driver install"
         return Plan(
             reason=f"install NVIDIA {a.version} {what} (now: {installed or 'none'})",
-            actions=[RunCommand(download_command(a), timeout=1800), RunCommand(install_command(a), timeout=1800)],
+            actions=[
+                RunCommand(download_command(a), timeout=1800, progress=CurlMeter("driver download")),
+                RunCommand(install_command(a), timeout=1800, progress=LogPhases(step, INSTALL_PHASES)),
+            ],
         )

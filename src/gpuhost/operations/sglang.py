@@ -5,7 +5,6 @@ marker, readiness awaited on this start's journal lines only, and the answers pr
 from __future__ import annotations
 
 import json
-import logging
 import secrets
 import time
 from typing import TYPE_CHECKING, Any
@@ -17,6 +16,7 @@ from gpuhost.checks.serve import check_runtime, serve_findings
 from gpuhost.core.actions import RestartService, RunCommand, WriteFile
 from gpuhost.core.operation import Args, Operation, SkipTask
 from gpuhost.core.plan import Plan, nothing, unified_diff
+from gpuhost.core.progress import report
 from gpuhost.errors import OperationFailed
 from gpuhost.facts import files as file_facts
 from gpuhost.facts import serve_layout as target
@@ -26,7 +26,6 @@ from gpuhost.serve.logscan import LogScanner, Phase
 if TYPE_CHECKING:
     from gpuhost.core.context import HostContext
 
-progress = logging.getLogger("gpuhost.progress")
 
 PHASE_WORDS = {
     Phase.STARTING: "starting",
@@ -264,7 +263,7 @@ class SglangReady(Operation[ReadyArgs]):
             if nonce == 1 and lines is not None and watch.health == 200 and st.ready_lines > 0:
                 return nothing(f"ready (up already), KV {st.kv_tokens} tokens, {st.graph_captures_done} graph captures")
             for phase in passed:  # a server found ready at the first look shows no start-up it did not have
-                progress.info("%s: %s (%s)", a.subject, PHASE_WORDS[phase], _elapsed(now - start))
+                report(host.name, f"{a.subject} readiness", PHASE_WORDS[phase], now - start)
             fatal = [h for h in scanner.report() if h.fatal]
             if fatal:
                 # the first line of a crash is often the generic one ("Scheduler hit an exception"); its
@@ -275,15 +274,15 @@ class SglangReady(Operation[ReadyArgs]):
             st = scanner.phases.state
             if shown != st.phase:
                 shown, phase_since, last_report = st.phase, now, now
-                progress.info("%s: %s (%s)", a.subject, PHASE_WORDS[st.phase], _elapsed(now - start))
+                report(host.name, f"{a.subject} readiness", PHASE_WORDS[st.phase], now - start)
             elif now - last_report >= 30:
                 last_report = now
-                progress.info(
-                    "%s: %s for %s (%s in all)",
-                    a.subject,
-                    PHASE_WORDS[st.phase],
-                    _elapsed(now - phase_since),
-                    _elapsed(now - start),
+                report(
+                    host.name,
+                    f"{a.subject} readiness",
+                    f"{PHASE_WORDS[st.phase]} for {_elapsed(now - phase_since)}",
+                    now - start,
+                    update=True,
                 )
             if lines is not None and watch.health == 200 and st.ready_lines > 0:
                 kv = f", KV {st.kv_tokens} tokens" if st.kv_tokens else ""
@@ -300,7 +299,7 @@ class SglangReady(Operation[ReadyArgs]):
             if scanner.phases.capture_in_progress:
                 capture_since = capture_since or now
                 if now - capture_since > a.capture_timeout_s:
-                    return self._hang(a, now - capture_since)
+                    return self._hang(host.name, a, now - capture_since)
             else:
                 capture_since = None
             if now - start > a.timeout_s:
@@ -310,7 +309,7 @@ class SglangReady(Operation[ReadyArgs]):
                 )
             time.sleep(a.poll_s)
 
-    def _hang(self, a: ReadyArgs, seconds: float) -> Plan:
+    def _hang(self, host_name: str, a: ReadyArgs, seconds: float) -> Plan:
         fix = (
             f"gpuhost launch sglang --profile {a.fallback} --allow-restart"
             if a.fallback
@@ -320,7 +319,7 @@ class SglangReady(Operation[ReadyArgs]):
             f"CUDA graph capture hang: a capture began {_elapsed(seconds)} ago and did not end "
             f"(bound {_elapsed(a.capture_timeout_s)}); the server was stopped. Fix: {fix}"
         )
-        progress.info("%s: %s", a.subject, message)
+        report(host_name, f"{a.subject} readiness", message)
         return Plan(
             reason="capture hang: stop the server",
             actions=[RunCommand(f"systemctl stop {target.UNIT}; printf '%s\\n' {_sh(message)} >&2; exit 3")],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
 import shlex
@@ -23,7 +24,9 @@ from gpuhost.core.actions import (
 )
 from gpuhost.core.guest import Guest
 from gpuhost.core.plan import Plan
-from gpuhost.errors import OperationFailed
+from gpuhost.core.progress import ProgressStream
+from gpuhost.core.result import CommandResult
+from gpuhost.errors import CommandFailed, CommandTimeout, OperationFailed
 from gpuhost.pve import config as pveconf
 from gpuhost.pve import edit
 from gpuhost.runner.context import RunnerHost
@@ -35,7 +38,7 @@ def apply(host: RunnerHost, action: Action) -> None:
             action.path, action.content, mode=action.mode, backup=action.backup, backup_dir=action.backup_dir
         )
     elif isinstance(action, RunCommand):
-        result = host.conn.run(action.command, ok_codes=action.ok_codes, timeout=action.timeout)
+        result = run_command(host, action)
         (host.parent or host).command_output.append(result.stdout)
     elif isinstance(action, RestartService):
         host.conn.run(action.command)
@@ -56,6 +59,23 @@ def apply(host: RunnerHost, action: Action) -> None:
     else:  # pragma: no cover - exhaustive
         raise TypeError(action)
     host.invalidate_facts()
+
+
+def run_command(host: RunnerHost, action: RunCommand) -> CommandResult:
+    """Run it; with ``action.progress`` its stdout streams through a :class:`ProgressStream` that reports
+    the progress, and the result's stdout is the rest of the output."""
+    if action.progress is None:
+        return host.conn.run(action.command, ok_codes=action.ok_codes, timeout=action.timeout)
+    stream = ProgressStream(host.name, action.progress)
+    result = host.conn.run(action.command, check=False, timeout=action.timeout, stdout_sink=stream)  # type: ignore[arg-type]
+    ok = not result.timed_out and result.exit_code in action.ok_codes
+    result = dataclasses.replace(result, stdout=stream.close(ok))
+    if result.timed_out:
+        limit = host.conn.default_timeout if action.timeout is None else action.timeout
+        raise CommandTimeout(action.command, limit or 0, result.stdout, result.stderr, host=host.conn.name)
+    if not ok:
+        raise CommandFailed(action.command, result.exit_code, result.stdout, result.stderr, host=host.conn.name)
+    return result
 
 
 _GUEST_POWER = re.compile(r"/(qemu|lxc)/(\d+)/status/(start|stop|reboot|shutdown|reset|resume)$")

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 
 from gpuhost.connection.base import Connection
-from gpuhost.connection.progress import report
+from gpuhost.core.progress import report
 from gpuhost.errors import OperationFailed
 
 

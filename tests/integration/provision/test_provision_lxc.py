@@ -1,6 +1,8 @@
 """`gpuhost provision lxc` end to end on a GPU lab node: 8 GPUs in a container, verified; converges;
 re-aligns after a driver pin upgrade; clear causes and fixes for the classic failures."""
 
+import re
+
 import pytest
 from ruamel.yaml import YAML
 
@@ -64,9 +66,20 @@ def test_check_diff_shows_the_whole_plan_and_changes_nothing(lab):
     assert lab.boots("pve1") == boots
 
 
-def test_first_run_builds_a_verified_8_gpu_container_second_run_changes_nothing(lab):
-    code, report = run_json("provision", "lxc", "-i", str(lab.inventory), "--allow-reboot", "--allow-restart")
+def test_first_run_builds_a_verified_8_gpu_container_second_run_changes_nothing(lab, tmp_path):
+    log = tmp_path / "run.log"
+    code, report = run_json(
+        "provision", "lxc", "-i", str(lab.inventory), "--allow-reboot", "--allow-restart", "--log", str(log)
+    )
     assert code == 0, [t for t in report["tasks"] if t["status"] == "failed"]
+    # progress while waiting, in the plain log: the driver download's bytes and rate, the DKMS build's phases
+    text = log.read_text()
+    assert re.search(
+        r"\[pve1\] driver download: \d+\.\d (KiB|MiB) downloaded, [\d.]+ (B|KiB|MiB|GiB)/s average \(\d+ s\)", text
+    ), text
+    assert re.search(r"\[pve1\] driver install \(DKMS build\): building the kernel module \(\d+ s\)", text), text
+    assert re.search(r"\[pve1\] driver install \(DKMS build\): done \([1-9]\d* s\)", text), text
+    assert "\x1b" not in text and "% Total" not in text
     assert task(report, "pve1", "CT 200 exists")["status"] == "changed"
     verified = task(report, "pve1", "CT 200: verified")
     assert verified["status"] == "ok"

@@ -6,7 +6,7 @@ import io
 import time
 
 from gpuhost.cli.progress import ProgressLines
-from gpuhost.connection.progress import report
+from gpuhost.core.progress import report
 
 
 class Tty(io.StringIO):

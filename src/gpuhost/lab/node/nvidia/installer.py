@@ -20,6 +20,7 @@ from . import kernel, paths
 
 MANIFEST = "/var/lib/nvidia/gpuhost-lab-installed.json"
 LOG = "/var/log/nvidia-installer.log"
+BUILD_SECONDS = 1.0
 KNOWN_FLAGS = {
     "--silent",
     "-s",
@@ -153,6 +154,10 @@ def _install_modules(version: str, module_type: str, kernel_release: str, dkms: 
             "WARNING: Failed to run `dkms --version`: dkms is not installed; the kernel module will be installed "
             "without DKMS and will have to be rebuilt by hand after a kernel update."
         )
+    log(f"-> Kernel source path: '/lib/modules/{kernel_release}/build'")
+    log("-> Building kernel modules")
+    time.sleep(BUILD_SECONDS)  # a real build takes minutes; the lab's, long enough to be seen
+    log("-> Kernel module compilation complete.")
     target = f"/lib/modules/{kernel_release}/{'updates/dkms' if use_dkms else 'kernel/drivers/video'}"
     os.makedirs(target, exist_ok=True)
     for name in MODULES:

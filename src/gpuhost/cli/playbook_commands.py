@@ -74,7 +74,7 @@ def run_with_flags(playbook: Path, inventory: Path, flags: RunFlags, preset_vars
     if flags.as_json:
         print_json(report.to_json())
     else:
-        print_recap(report)
+        print_recap(report, round_trips=flags.verbose)
     return report.exit_code
 
 

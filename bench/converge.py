@@ -242,7 +242,7 @@ def run_tool(tool: str, sc: Scenario, exes: dict[str, Path], lab: Path, known_ho
         seen = len(recap)
     elif tool == "pyinfra":
         changed = pyinfra_changes(out)
-        seen = len(set(re.findall(r"^\s*\[(\S+)\] Ready:", out, re.M)))
+        seen = len(set(re.findall(r"^\s*\[(\S+)\]\s+Ready:", out, re.M)))
     else:
         changed = int(re.search(r"changed=(\d+)", r.stdout).group(1))  # type: ignore[union-attr]
         seen = 1

@@ -13,7 +13,27 @@ from gpuhost.cli.root import app, state
 __all__ = ["app", "main"]
 
 
-def _register() -> None:
+#: The module that adds each top-level command: a run imports only its own command's module.
+_COMMAND_MODULES = {
+    "bench": "bench",
+    "doctor": "doctor",
+    "lab": "lab",
+    "run": "playbook_commands",
+    "facts": "playbook_commands",
+    "provision": "provision",
+    "verify": "verify",
+}
+
+
+def _register(argv: list[str] | None = None) -> None:
+    """Import the module of the command named in ``argv`` (every module for help or an unknown word)."""
+    words = [a for a in (sys.argv[1:] if argv is None else argv) if not a.startswith("-")]
+    module = _COMMAND_MODULES.get(words[0]) if words else None
+    if module is not None:
+        import importlib
+
+        importlib.import_module(f"gpuhost.cli.{module}")
+        return
     # Each sub-command module adds its commands to ``app`` (or a sub-app) on import.
     # --- sub-commands (one import per line; keep sorted) ---
     from gpuhost.cli import (
@@ -33,7 +53,7 @@ def _register() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: every error leaves through :func:`gpuhost.cli.failures.report`."""
-    _register()
+    _register(argv)
     state.debug = False
     try:
         from gpuhost.cli import config

@@ -157,7 +157,7 @@ def recap_lines(report: RunReport) -> list[str]:
     return out
 
 
-def print_recap(report: RunReport) -> None:
+def print_recap(report: RunReport, round_trips: bool = False) -> None:
     from rich.table import Table
     from rich.text import Text
 
@@ -175,6 +175,8 @@ def print_recap(report: RunReport) -> None:
         )
     console.print(table)
     console.print(f"{len(report.results)} tasks in {report.duration:.2f} s")
+    if round_trips:  # -v: remote commands after connecting, per host (also in --json)
+        console.print("round trips: " + ", ".join(f"{h} {s.round_trips}" for h, s in report.hosts.items()))
 
 
 _LEVEL_STYLE = {"PASS": "green", "INFO": "cyan", "WARN": "yellow", "FAIL": "bold red"}

@@ -168,7 +168,7 @@ def run_with_flags(playbook: Path, inventory: Path, flags: RunFlags, preset_vars
 
         events.write(end_event(report))
     else:
-        print_recap(report)
+        print_recap(report, round_trips=flags.verbose)
     return report.exit_code
 
 

@@ -19,10 +19,13 @@ class ProbeOutput:
 
 
 def sections_command(probes: Mapping[str, str]) -> str:
-    """One shell script that runs every probe (stderr discarded), each framed by markers."""
-    parts = []
-    for key, cmd in probes.items():
-        parts.append(f"echo '{_MARK} {key}'; ( {cmd} ) 2>/dev/null; echo \"{_MARK}-status $?\"")
+    """One shell script that runs every probe at once (stderr discarded), then prints each, framed by markers."""
+    parts = ["s=$(mktemp -d) || exit 1; trap 'rm -rf -- \"$s\"' EXIT"]
+    for i, cmd in enumerate(probes.values()):
+        parts.append(f'{{ ( {cmd}\n) >"$s/{i}" 2>/dev/null </dev/null; echo $? >"$s/{i}.rc"; }} &')
+    parts.append("wait")
+    for i, key in enumerate(probes):
+        parts.append(f'echo \'{_MARK} {key}\'; cat "$s/{i}"; echo "{_MARK}-status $(cat "$s/{i}.rc")"')
     return "\n".join(parts)
 
 

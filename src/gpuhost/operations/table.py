@@ -1,25 +1,53 @@
-"""The explicit table of operations: playbook key → class. No import side effects, no duplicates."""
+"""The explicit table of operations: playbook key → class. No import side effects, no duplicates.
+
+:data:`KINDS` names each operation's module and class; :func:`get` imports only the operation a
+playbook names (a run that uses ``line`` and ``template`` does not load the LXC, NVIDIA or verify
+machinery). :data:`OPERATIONS`, every class imported, is built on first use.
+"""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gpuhost.core.operation import Operation
-from gpuhost.operations.apt import Apt
-from gpuhost.operations.boot import BootRefresh, KernelCmdline
-from gpuhost.operations.command import Command
-from gpuhost.operations.files import Copy, Template
-from gpuhost.operations.lines import Line
-from gpuhost.operations.lxc import InCt, LxcContainer, LxcDevices, LxcRestart, LxcRunning, PushToGuest
-from gpuhost.operations.modules import ModuleList
-from gpuhost.operations.nvidia import NvidiaDriver
-from gpuhost.operations.reboot import Reboot, RebootIfNeeded
-from gpuhost.operations.sglang import SecretEnvFile, SglangReady, SglangService, SglangTarget, SglangVerify
-from gpuhost.operations.systemd import Systemd
-from gpuhost.operations.verify import Verify
-from gpuhost.operations.vm import InVm, VmCommandLineProof, VmConfig, VmPendingApplied, VmRunning
-from gpuhost.operations.vm_p2p import VmP2P
+if TYPE_CHECKING:
+    from gpuhost.core.operation import Operation
+
+#: kind → (module, class); kept sorted by kind.
+KINDS: dict[str, tuple[str, str]] = {
+    "apt": ("gpuhost.operations.apt", "Apt"),
+    "boot_refresh": ("gpuhost.operations.boot", "BootRefresh"),
+    "command": ("gpuhost.operations.command", "Command"),
+    "copy": ("gpuhost.operations.files", "Copy"),
+    "in_container": ("gpuhost.operations.lxc", "InCt"),
+    "in_vm": ("gpuhost.operations.vm", "InVm"),
+    "kernel_cmdline": ("gpuhost.operations.boot", "KernelCmdline"),
+    "line": ("gpuhost.operations.lines", "Line"),
+    "lxc_container": ("gpuhost.operations.lxc", "LxcContainer"),
+    "lxc_devices": ("gpuhost.operations.lxc", "LxcDevices"),
+    "lxc_restart": ("gpuhost.operations.lxc", "LxcRestart"),
+    "lxc_running": ("gpuhost.operations.lxc", "LxcRunning"),
+    "module_list": ("gpuhost.operations.modules", "ModuleList"),
+    "nvidia_driver": ("gpuhost.operations.nvidia", "NvidiaDriver"),
+    "push_to_guest": ("gpuhost.operations.lxc", "PushToGuest"),
+    "reboot": ("gpuhost.operations.reboot", "Reboot"),
+    "reboot_if_needed": ("gpuhost.operations.reboot", "RebootIfNeeded"),
+    "sglang_env_file": ("gpuhost.operations.sglang", "SecretEnvFile"),
+    "sglang_ready": ("gpuhost.operations.sglang", "SglangReady"),
+    "sglang_service": ("gpuhost.operations.sglang", "SglangService"),
+    "sglang_target": ("gpuhost.operations.sglang", "SglangTarget"),
+    "sglang_verify": ("gpuhost.operations.sglang", "SglangVerify"),
+    "systemd": ("gpuhost.operations.systemd", "Systemd"),
+    "template": ("gpuhost.operations.files", "Template"),
+    "verify": ("gpuhost.operations.verify", "Verify"),
+    "vm_cmdline_proof": ("gpuhost.operations.vm", "VmCommandLineProof"),
+    "vm_gpu_config": ("gpuhost.operations.vm", "VmConfig"),
+    "vm_p2p": ("gpuhost.operations.vm_p2p", "VmP2P"),
+    "vm_pending_applied": ("gpuhost.operations.vm", "VmPendingApplied"),
+    "vm_running": ("gpuhost.operations.vm", "VmRunning"),
+}
+_loaded: dict[str, type[Operation[Any]]] = {}
 
 
 def build_table(classes: Iterable[type[Operation[Any]]]) -> dict[str, type[Operation[Any]]]:
@@ -33,45 +61,24 @@ def build_table(classes: Iterable[type[Operation[Any]]]) -> dict[str, type[Opera
     return table
 
 
-OPERATIONS = build_table(
-    [
-        Apt,
-        BootRefresh,
-        Command,
-        Copy,
-        InCt,
-        InVm,
-        KernelCmdline,
-        Line,
-        LxcContainer,
-        LxcDevices,
-        LxcRestart,
-        LxcRunning,
-        ModuleList,
-        NvidiaDriver,
-        PushToGuest,
-        Reboot,
-        RebootIfNeeded,
-        SecretEnvFile,
-        SglangReady,
-        SglangService,
-        SglangTarget,
-        SglangVerify,
-        Systemd,
-        Template,
-        Verify,
-        VmCommandLineProof,
-        VmConfig,
-        VmP2P,
-        VmPendingApplied,
-        VmRunning,
-    ]
-)
-
-
 def get(kind: str) -> type[Operation[Any]] | None:
-    return OPERATIONS.get(kind)
+    cls = _loaded.get(kind)
+    if cls is None and kind in KINDS:
+        module, name = KINDS[kind]
+        cls = getattr(importlib.import_module(module), name)
+        if cls.kind != kind:
+            raise RuntimeError(f"{module}.{name} is operation '{cls.kind}', but the table lists it as '{kind}'")
+        _loaded[kind] = cls
+    return cls
 
 
 def kinds() -> list[str]:
-    return sorted(OPERATIONS)
+    return sorted(KINDS)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "OPERATIONS":  # every operation, imported (the reference generator, tests)
+        table = build_table(c for c in (get(k) for k in KINDS) if c is not None)
+        globals()["OPERATIONS"] = table
+        return table
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,15 +1,27 @@
-"""The explicit table of roles: name → class. No import side effects, no duplicates."""
+"""The explicit table of roles: name → class. No import side effects, no duplicates.
+
+:data:`NAMES` names each role's module and class; :func:`get_role` imports only the role a
+playbook names (a playbook of plain tasks loads no role). :data:`ROLES`, every class imported, is
+built on first use.
+"""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gpuhost.roles.base import Role
-from gpuhost.roles.lxc_gpu import LxcGpu
-from gpuhost.roles.proxmox_host import ProxmoxHost
-from gpuhost.roles.sglang import Sglang
-from gpuhost.roles.vm_gpu import VmGpuRole
+if TYPE_CHECKING:
+    from gpuhost.roles.base import Role
+
+#: role name → (module, class); kept sorted by name.
+NAMES: dict[str, tuple[str, str]] = {
+    "lxc_gpu": ("gpuhost.roles.lxc_gpu", "LxcGpu"),
+    "proxmox_host": ("gpuhost.roles.proxmox_host", "ProxmoxHost"),
+    "sglang": ("gpuhost.roles.sglang", "Sglang"),
+    "vm_gpu": ("gpuhost.roles.vm_gpu", "VmGpuRole"),
+}
+_loaded: dict[str, type[Role[Any]]] = {}
 
 
 def build_table(classes: Iterable[type[Role[Any]]]) -> dict[str, type[Role[Any]]]:
@@ -21,12 +33,24 @@ def build_table(classes: Iterable[type[Role[Any]]]) -> dict[str, type[Role[Any]]
     return table
 
 
-ROLES = build_table([LxcGpu, ProxmoxHost, Sglang, VmGpuRole])
-
-
 def get_role(name: str) -> type[Role[Any]] | None:
-    return ROLES.get(name)
+    cls = _loaded.get(name)
+    if cls is None and name in NAMES:
+        module, attr = NAMES[name]
+        cls = getattr(importlib.import_module(module), attr)
+        if cls.name != name:
+            raise RuntimeError(f"{module}.{attr} is role '{cls.name}', but the table lists it as '{name}'")
+        _loaded[name] = cls
+    return cls
 
 
 def role_names() -> list[str]:
-    return sorted(ROLES)
+    return sorted(NAMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ROLES":  # every role, imported (the reference generator, tests)
+        table = build_table(c for c in (get_role(n) for n in NAMES) if c is not None)
+        globals()["ROLES"] = table
+        return table
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

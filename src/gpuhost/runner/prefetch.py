@@ -70,12 +70,17 @@ class Recorder:
 
 
 def batch_command(commands: list[str]) -> str:
-    """One script running each command in a subshell; each result framed, its output base64-encoded."""
+    """One script running the commands at once, each in a subshell of its own (facts are read-only
+    probes; on a lab node or a real host several are slow programs, pveversion, proxmox-boot-tool,
+    systemctl, so waiting for each in turn costs their sum). After all finish, each result is
+    printed framed, its output base64-encoded."""
     parts = ["d=$(mktemp -d) || exit 1; trap 'rm -rf -- \"$d\"' EXIT"]
     for i, cmd in enumerate(commands):
+        parts.append(f'{{ ( {cmd}\n) >"$d/o{i}" 2>"$d/e{i}" </dev/null; echo $? >"$d/r{i}"; }} &')
+    parts.append("wait")
+    for i in range(len(commands)):
         parts.append(
-            f'( {cmd}\n) >"$d/o" 2>"$d/e" </dev/null; rc=$?; '
-            f'printf "{_MARK} {i} %s %s %s\\n" "$rc" "$(base64 -w0 <"$d/o")" "$(base64 -w0 <"$d/e")"'
+            f'printf "{_MARK} {i} %s %s %s\\n" "$(cat "$d/r{i}")" "$(base64 -w0 <"$d/o{i}")" "$(base64 -w0 <"$d/e{i}")"'
         )
     return "\n".join(parts)
 

@@ -96,7 +96,8 @@ def main(argv: list[str]) -> int:
                 st = services.read_state(name)
                 print(
                     f"Id={name}\nActiveState={services.active_state(name)}\nSubState={st.get('sub', 'dead')}\n"
-                    f"MainPID={st.get('pid', 0)}\nLoadState={'loaded' if services.unit_path(name) else 'not-found'}"
+                    f"MainPID={st.get('pid', 0)}\nLoadState={'loaded' if services.unit_path(name) else 'not-found'}\n"
+                    f"UnitFileState={_unit_file_state(name)}"
                 )
             return 0
         if verb == "is-system-running":
@@ -122,6 +123,14 @@ def main(argv: list[str]) -> int:
         return exc.exit_code
     print(f"Unknown command verb '{verb}' (not supported in this lab node).", file=sys.stderr)
     return 1
+
+
+def _unit_file_state(name: str) -> str:
+    """What the real systemctl's ``is-enabled`` says of the unit file (it works without a running systemd)."""
+    import subprocess
+
+    r = subprocess.run([REAL, "is-enabled", name], capture_output=True, text=True, check=False)
+    return r.stdout.strip().splitlines()[-1] if r.stdout.strip() else ""
 
 
 def _call(argv: list[str]) -> int:

@@ -70,7 +70,9 @@ def test_exception_in_one_hosts_vars_still_prints_the_recap(tmp_path):
     assert "Traceback" not in r.stdout + r.stderr
     # piped output: the recap is a plain table (host, ok, changed, failed, skipped, note)
     recap = r.stdout[r.stdout.rindex("recap") :].splitlines()
-    rows = {cols[0]: cols for cols in (line.split() for line in recap[2:]) if cols and cols[0] in {"good1", "bad", "good2"}}
+    rows = {
+        cols[0]: cols for cols in (line.split() for line in recap[2:]) if cols and cols[0] in {"good1", "bad", "good2"}
+    }
     assert set(rows) == {"good1", "bad", "good2"}, recap
     assert rows["good2"][1:4] == ["0", "2", "0"]
     assert rows["bad"][1:4] == ["0", "0", "1"]

@@ -222,17 +222,24 @@ def verify_serve_command(
     limit: str | None = typer.Option(None, "--limit", "-l", help="Only these nodes or groups (comma list)."),
     ctid: list[int] = typer.Option([], "--ctid", help="Only this container (repeat for more)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (schema gpuhost.verify/1)."),
+    group: str | None = typer.Option(
+        None, "--group", help="A serving group: each replica, then its gateway end to end (requests through it)."
+    ),
 ) -> None:
     """Prove each launched server serves correctly: /health, a smoke completion, the accuracy canary with finite
     logprobs, and single-stream TTFT and tokens/s.
+
+    With --group: the group's replicas, then its gateway: every replica healthy in it (a dead one is named) and
+    requests through it answered and spread over the replicas.
 
     Exit 0 when every check passes, 1 when one fails, 2 on bad input.
     """
     from gpuhost.cli.output import print_findings
     from gpuhost.inventory.loader import load_inventory
-    from gpuhost.runner.serve import verify_serve
+    from gpuhost.runner.serve import verify_group, verify_serve
 
-    report = verify_serve(load_inventory(inventory), limit=limit, ctids=ctid or None)
+    inv = load_inventory(inventory)
+    report = verify_group(inv, group) if group else verify_serve(inv, limit=limit, ctids=ctid or None)
     if as_json:
         print_json(report.to_json())
     else:

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from gpuhost.roles.base import Role
+from gpuhost.roles.gateway import SmgGateway
 from gpuhost.roles.lxc_gpu import LxcGpu
 from gpuhost.roles.proxmox_host import ProxmoxHost
 from gpuhost.roles.sglang import Sglang
@@ -21,7 +22,7 @@ def build_table(classes: Iterable[type[Role[Any]]]) -> dict[str, type[Role[Any]]
     return table
 
 
-ROLES = build_table([LxcGpu, ProxmoxHost, Sglang, VmGpuRole])
+ROLES = build_table([LxcGpu, ProxmoxHost, Sglang, SmgGateway, VmGpuRole])
 
 
 def get_role(name: str) -> type[Role[Any]] | None:

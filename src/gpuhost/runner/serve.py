@@ -218,3 +218,75 @@ def restart(inventory: Inventory, t: ServeTarget, connect: Callable[[NodeSpec], 
         ct.run(f"systemctl reset-failed {shlex.quote(target.UNIT)} >/dev/null 2>&1; systemctl restart {target.UNIT}")
         active, _, _ = _state(ct)
     return active
+
+
+def verify_group(
+    inventory: Inventory,
+    group: str,
+    *,
+    requests: int = 0,
+    connect: Callable[[NodeSpec], Connection] = open_connection,
+) -> ServeReport:
+    """``gpuhost verify serve --group``: each replica as ``verify serve`` checks it, then the gateway end to end (on
+    its node): every replica healthy in it (a dead one named), requests through it answered and reaching replicas."""
+    from gpuhost.checks.gateway import gateway_findings
+    from gpuhost.connection.shipped_tool import run_tool
+    from gpuhost.facts import gateway as gw
+    from gpuhost.inventory.loader import serving_vars
+
+    resolved = serving_vars(inventory).get(group)
+    if resolved is None:
+        known = ", ".join(inventory.serving.groups) or "none"
+        raise ConfigError(f"no serving group '{group}' in {inventory.path} (known: {known})")
+    report = ServeReport()
+    replicas = {str(r["url"]): f"{r['node']}/CT {r['ctid']}" for r in resolved["replicas"]}
+    for r in resolved["replicas"]:
+        t = ServeTarget(str(r["node"]), int(r["ctid"]))
+        try:
+            data, launched = probe(inventory, t, "verify", connect)
+            expect = launched.get("expect")
+            report.findings += serve_findings(data, t.subject, expect if isinstance(expect, dict) else None)
+        except GpuhostError as exc:
+            report.findings.append(Finding(Level.FAIL, "reachable", t.subject, str(exc)))
+    g = resolved["gateway"]
+    url = target.probe_url(str(g["host"]), int(g["port"]))
+    subject = f"{g['node']}/gateway {group}"
+    model = _served_model(inventory, resolved)
+    n = requests or 3 * len(replicas)
+    try:
+        with connect(inventory.nodes[str(g["node"])]) as conn:
+
+            def ask(args: list[str]) -> dict[str, Any]:
+                out = run_tool(conn, read_tool("gateway_probe.py").encode(), args, name="gateway_probe.py", timeout=900)
+                return out.data if isinstance(out.data, dict) else {"health": None, "error": "probe printed nothing"}
+
+            env = ["--env-file", gw.env_file(group)]
+            state = ask([url, "state", *env])
+            live = [
+                u for u in replicas if any(w.get("url") == u and w.get("healthy") for w in state.get("workers") or [])
+            ]
+            spread = None
+            if state.get("health") == 200:
+                extra = [x for u in live for x in ("--replica", u)]
+                spread = ask([url, "spread", *env, "--model", model, "--requests", str(n), *extra])
+        report.findings += gateway_findings(
+            subject, url, state, spread, replicas, every_replica=g.get("policy") == "round_robin"
+        )
+    except GpuhostError as exc:
+        report.findings.append(Finding(Level.FAIL, "reachable", subject, str(exc)))
+    return report
+
+
+def _served_model(inventory: Inventory, resolved: dict[str, Any]) -> str:
+    """The model name requests through the gateway ask for: the first replica's ``--served-model-name``."""
+    from pathlib import Path
+
+    from gpuhost.serve.profile import get_profile
+
+    dirs = inventory.vars.get("sglang_profile_dirs") or []
+    try:
+        profile = get_profile(str(resolved["replicas"][0]["profile"]), [Path(d) for d in dirs])
+    except GpuhostError:
+        return "default"
+    name = profile.flags.get("--served-model-name")
+    return str(name) if name else "default"

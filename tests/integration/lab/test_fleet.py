@@ -183,6 +183,16 @@ def gateway_started(lab: LabHandle) -> str:
     return lab.run("f1", f"systemctl show -p ExecMainStartTimestamp,MainPID {UNIT}").stdout
 
 
+def test_check_diff_shows_the_gateway_command_and_changes_nothing(fleet: LabHandle) -> None:
+    r = gpuhost(fleet, "launch", "sglang", "--group", "glm5", "--check", "--diff")
+    out = r.stdout
+    assert r.returncode == 0, out + r.stderr
+    assert "/opt/gpuhost/smg/1.13.0/venv/bin/smg launch --host " + fleet.node("f1").address + " --port 30080" in out
+    assert "--policy round_robin" in out and "--health-check-interval-secs 1" in out
+    assert "SMG_API_KEY=<secret>" in out and API_KEY not in out + r.stderr
+    assert ok(fleet, "f1", "test -e /opt/gpuhost/smg && echo yes || echo no").strip() == "no"
+
+
 def test_one_command_brings_up_three_replicas_and_the_real_gateway(fleet: LabHandle) -> None:
     r = gpuhost(fleet, "launch", "sglang", "--group", "glm5")
     text = r.stdout + r.stderr

@@ -27,9 +27,18 @@ fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test,plot,docs]"
 
-# The lab's offline Python package index carries the real uv wheel: fetched once into a cache.
+# The lab's offline Python package index carries real wheels, fetched once into a cache: uv, and the SGLang
+# Model Gateway (smg, pinned) with its dependencies for the lab's Python (the host's python3, Debian 12: 3.11).
 wheels=${GPUHOST_LAB_WHEEL_CACHE:-/var/cache/gpuhost-lab/wheels}
 if ! ls "$wheels"/uv-*.whl >/dev/null 2>&1; then
   mkdir -p "$wheels"
   .venv/bin/python -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: -d "$wheels" uv
+fi
+if ! ls "$wheels"/smg-1.13.0-*.whl >/dev/null 2>&1; then
+  mkdir -p "$wheels"
+  labpy=$(python3 -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')
+  .venv/bin/python -m pip download -q --disable-pip-version-check --only-binary=:all: \
+    --python-version "$labpy" --platform manylinux2014_x86_64 --platform manylinux_2_28_x86_64 \
+    --platform manylinux_2_17_x86_64 --platform manylinux_2_5_x86_64 --platform manylinux1_x86_64 \
+    -d "$wheels" smg==1.13.0
 fi

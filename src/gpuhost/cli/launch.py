@@ -20,12 +20,17 @@ def launch_sglang(
     inventory: Path = InventoryOpt,
     ctid: list[int] = typer.Option([], "--ctid", help="Only this container (repeat for more)."),
     profile: str | None = typer.Option(None, "--profile", help="Launch this profile instead of serve.profile."),
+    group: str | None = typer.Option(
+        None, "--group", help="A serving group (serving.groups): its replicas in parallel, then its gateway (smg)."
+    ),
     *,
     flags: RunFlags,
 ) -> None:
     """Validate, install, start and prove SGLang in each container with a serve: entry.
 
-    A running server with a changed configuration is restarted only with --allow-restart.
+    With --group, the group's replicas are launched in parallel on their nodes, then its gateway (the SGLang Model
+    Gateway, smg) is installed and started on its node and made to route to exactly those replicas.
+    A running server or gateway with a changed configuration is restarted only with --allow-restart.
     Exit 0 when every server is ready and answers correctly, 1 when one fails, 2 on bad input (nothing changed).
     """
     from gpuhost.cli.provision import _builtin
@@ -35,4 +40,7 @@ def launch_sglang(
         preset["lxc_ctids"] = ctid
     if profile:
         preset["sglang_profile"] = profile
-    raise typer.Exit(run_with_flags(_builtin("launch-sglang.yml"), inventory, flags, preset))
+    if group:
+        preset["sglang_group"] = group
+    book = "launch-sglang-group.yml" if group else "launch-sglang.yml"
+    raise typer.Exit(run_with_flags(_builtin(book), inventory, flags, preset))

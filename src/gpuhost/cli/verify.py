@@ -266,13 +266,30 @@ def verify_serve_command(
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (schema gpuhost.verify/2)."),
     junit_xml: Path | None = JunitOpt,
     verbose: bool = VerboseOpt,
+    group: str | None = typer.Option(
+        None, "--group", help="A serving group: each replica, then its gateway end to end (requests through it)."
+    ),
 ) -> None:
     """Prove each launched server serves correctly: unit active, /health 200, a smoke completion, the accuracy
     canary with finite logprobs, /server_info = the profile, single-stream TTFT and tokens/s (the serve part of
     the acceptance suite).
 
+    With --group: the group's replicas, then its gateway: every replica healthy in it (a dead one is named) and
+    requests through it answered and spread over the replicas.
+
     Exit 0 when every check passes, 1 when one fails, 2 on bad input.
     """
+    if group:
+        from gpuhost.cli.output import print_findings
+        from gpuhost.inventory.loader import load_inventory
+        from gpuhost.runner.serve import verify_group
+
+        report = verify_group(load_inventory(inventory), group)
+        if as_json:
+            print_json(report.to_json())
+        else:
+            print_findings(report.findings)
+        raise typer.Exit(report.exit_code)
     _run_and_print(
         "serve",
         inventory,

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from gpuhost import yamlfile
 from gpuhost.errors import InventoryError
-from gpuhost.inventory.models import GroupSpec, InventoryFile, NodeSpec
+from gpuhost.inventory.models import GroupSpec, InventoryFile, NodeSpec, ReplicaRef, ServingSpec
 
 _SERVE_PATH_FIELDS = ("api_key_file", "hf_token_file")
 _PATH_FIELDS = {"ssh": ("key_file", "known_hosts_file", "password_file"), "api": ("token_secret_file", "ca_file")}
@@ -23,6 +23,7 @@ class Inventory:
     nodes: dict[str, NodeSpec]
     groups: dict[str, GroupSpec]
     vars: dict[str, Any] = field(default_factory=dict)
+    serving: ServingSpec = field(default_factory=ServingSpec)
     #: the parsed document, for line numbers of values (see :meth:`origin`)
     document: Any = field(default=None, compare=False, repr=False)
 
@@ -133,6 +134,10 @@ def _resolve_paths(raw: dict[str, Any], base: Path) -> None:
         if isinstance(ssh, dict):
             fix(ssh, ("config_file",))
             fix(ssh.get("jump"), ("key_file", "known_hosts_file"))
+    serving = raw.get("serving")
+    sgroups = serving.get("groups") if isinstance(serving, dict) else None
+    for sgroup in sgroups.values() if isinstance(sgroups, dict) else ():
+        fix(sgroup.get("gateway") if isinstance(sgroup, dict) else None, ("api_key_file",))
     groups = raw.get("groups")
     for group in groups.values() if isinstance(groups, dict) else ():
         ssh = group.get("ssh_defaults") if isinstance(group, dict) else None
@@ -179,13 +184,100 @@ def load_inventory(path: str | Path) -> Inventory:
                     line=yamlfile.line_of(data, ["groups", gname, "nodes", i]),
                     field=f"groups.{gname}.nodes",
                 )
+    _check_serving(doc, data, path)
     nodes = {
         name: _with_group_ssh(
             spec.model_copy(update={"name": name, "groups": _groups_of(name, doc.groups.items())}), doc.groups.items()
         )
         for name, spec in doc.nodes.items()
     }
-    return Inventory(path=path, nodes=nodes, groups=dict(doc.groups), vars=dict(doc.vars), document=data)
+    return Inventory(
+        path=path, nodes=nodes, groups=dict(doc.groups), vars=dict(doc.vars), document=data, serving=doc.serving
+    )
+
+
+_UNREACHABLE = ("0.0.0.0", "::", "127.0.0.1", "localhost", "::1")
+
+
+def _check_serving(doc: InventoryFile, data: Any, path: Path) -> None:
+    """Every replica names a node's container with a serve: entry, once, at an address the gateway can reach."""
+    for gname, group in doc.serving.groups.items():
+        base: list[str | int] = ["serving", "groups", gname]
+
+        def fail(msg: str, loc: list[str | int], fld: str, base: list[str | int] = base) -> None:
+            raise InventoryError(msg, file=str(path), line=yamlfile.line_of(data, [*base, *loc]), field=fld)
+
+        if group.gateway.node not in doc.nodes:
+            fail(f"unknown node '{group.gateway.node}'", ["gateway", "node"], f"serving.groups.{gname}.gateway.node")
+        seen: set[tuple[str, int]] = set()
+        first_key: tuple[str | None, str | None] = (None, None)
+        for i, rep in enumerate(group.replicas):
+            fld = f"serving.groups.{gname}.replicas.{i}"
+            node = doc.nodes.get(rep.node)
+            if node is None:
+                fail(f"unknown node '{rep.node}'", ["replicas", i, "node"], f"{fld}.node")
+                return
+            ct = node.containers.get(rep.ctid)
+            if ct is None or ct.serve is None:
+                what = "no container" if ct is None else "a container without a serve: entry"
+                fail(f"node {rep.node} has {what} {rep.ctid}", ["replicas", i, "ctid"], f"{fld}.ctid")
+                return
+            if (rep.node, rep.ctid) in seen:
+                fail(f"CT {rep.ctid} on {rep.node} is listed twice", ["replicas", i], fld)
+            seen.add((rep.node, rep.ctid))
+            key = (ct.serve.api_key_env, ct.serve.api_key_file)
+            if i == 0:
+                first_key = key
+            elif key != first_key and not (group.gateway.api_key_env or group.gateway.api_key_file):
+                fail(
+                    f"CT {rep.ctid} on {rep.node} has another API key source than the group's first replica: the "
+                    "gateway sends one key to every replica (give them one, or the gateway its own api_key_*)",
+                    ["replicas", i],
+                    fld,
+                )
+            if rep.url is None and (ct.serve.host is None or ct.serve.host in _UNREACHABLE):
+                fail(
+                    f"the gateway cannot reach CT {rep.ctid} on {rep.node} at serve.host "
+                    f"{ct.serve.host or '(the profile default)'}: give the replica a url: or serve.host an "
+                    "address other hosts reach",
+                    ["replicas", i],
+                    fld,
+                )
+
+
+def replica_url(inventory: Inventory, rep: ReplicaRef) -> str:
+    """The URL the gateway reaches a replica at (validated at load: an address other hosts reach)."""
+    if rep.url:
+        return rep.url
+    serve = inventory.nodes[rep.node].containers[rep.ctid].serve
+    assert serve is not None and serve.host is not None
+    host = f"[{serve.host}]" if ":" in serve.host else serve.host
+    return f"http://{host}:{serve.port or 30000}"
+
+
+def _replica(inventory: Inventory, rep: ReplicaRef) -> dict[str, Any]:
+    serve = inventory.nodes[rep.node].containers[rep.ctid].serve
+    assert serve is not None
+    return {
+        **rep.model_dump(),
+        "url": replica_url(inventory, rep),
+        "profile": serve.profile,
+        "api_key_env": serve.api_key_env,
+        "api_key_file": serve.api_key_file,
+    }
+
+
+def serving_vars(inventory: Inventory) -> dict[str, Any]:
+    """The serving groups as every node's ``serving`` variable: replicas with their URLs, the gateway's address."""
+    out: dict[str, Any] = {}
+    for gname, group in inventory.serving.groups.items():
+        gw = group.gateway.model_dump()
+        gw["host"] = gw["host"] or inventory.nodes[group.gateway.node].address
+        out[gname] = {
+            "replicas": [_replica(inventory, r) for r in group.replicas],
+            "gateway": gw,
+        }
+    return out
 
 
 def _groups_of(node: str, groups: Iterable[tuple[str, GroupSpec]]) -> tuple[str, ...]:

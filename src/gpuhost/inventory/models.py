@@ -411,12 +411,117 @@ class GroupSpec(_Model):
     )
 
 
+_GROUP_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,30}$")
+#: the SGLang Model Gateway release gpuhost installs (PyPI ``smg``; formerly ``sglang-router``)
+SMG_VERSION = "1.13.0"
+SMG_POLICIES = ("cache_aware", "round_robin", "power_of_two", "random", "least_load", "consistent_hashing")
+
+
+class ReplicaRef(_Model):
+    """One replica of a serving group: a container with a ``serve:`` entry on a node."""
+
+    node: str = Field(description="the node (a name under nodes:)")
+    ctid: int = Field(description="the container on that node; it needs a serve: entry")
+    url: str | None = Field(
+        None,
+        description="the URL the gateway reaches this replica at (http://HOST:PORT); default: the serve: entry's "
+        "host and port",
+    )
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        if v is not None and not re.match(r"^http://[A-Za-z0-9.\-\[\]:]+:\d{1,5}$", v):
+            raise ValueError("must be http://HOST:PORT")
+        return v
+
+
+class GatewayHealth(_Model):
+    """The gateway's active health checks of its replicas (``smg --health-*``)."""
+
+    endpoint: str = Field("/health", description="path probed on each replica")
+    interval_secs: int = Field(10, ge=1, le=3600, description="seconds between checks of one replica")
+    timeout_secs: int = Field(5, ge=1, le=600, description="seconds one check may take")
+    failure_threshold: int = Field(2, ge=1, le=100, description="failed checks before a replica is taken out")
+    success_threshold: int = Field(1, ge=1, le=100, description="passed checks before it is put back")
+
+    @field_validator("endpoint")
+    @classmethod
+    def _path(cls, v: str) -> str:
+        if not re.match(r"^/[A-Za-z0-9_/.-]*$", v):
+            raise ValueError("must be an absolute URL path")
+        return v
+
+
+class GatewaySpec(_Model):
+    """Where the group's SGLang Model Gateway (``smg``, a systemd service in a venv) runs and how it routes."""
+
+    node: str = Field(description="the node the gateway runs on (on the node itself)")
+    host: str | None = Field(None, description="address the gateway listens on; default: the node's address")
+    port: int = Field(30080, ge=1, le=65535, description="the group's one endpoint (OpenAI API) on that address")
+    policy: Literal["cache_aware", "round_robin", "power_of_two", "random", "least_load", "consistent_hashing"] = Field(
+        "cache_aware", description="routing policy (smg --policy)"
+    )
+    health: GatewayHealth = Field(GatewayHealth.model_validate({}), description="health checks of the replicas")
+    retries: int = Field(3, ge=0, le=20, description="retries of a failed request on another replica (0: none)")
+    prometheus_port: int | None = Field(
+        29000, ge=1, le=65535, description="Prometheus /metrics port on the gateway's address (None: off)"
+    )
+    version: str = Field(SMG_VERSION, description="the smg release installed (pinned)")
+    api_key_env: EnvName | None = Field(
+        None, description="environment variable with the key clients and the gateway use; default: the replicas'"
+    )
+    api_key_file: str | None = Field(None, description="file (mode 0600) with that key; default: the replicas'")
+
+    @field_validator("host")
+    @classmethod
+    def _host(cls, v: str | None) -> str | None:
+        return None if v is None else host_address(v)
+
+    @field_validator("version")
+    @classmethod
+    def _version(cls, v: str) -> str:
+        if not re.match(r"^\d+\.\d+\.\d+(\.post\d+)?$", v):
+            raise ValueError("must be an exact release (e.g. 1.13.0)")
+        return v
+
+    @model_validator(mode="after")
+    def _ports(self) -> GatewaySpec:
+        if self.api_key_env and self.api_key_file:
+            raise ValueError("give api_key_env or api_key_file, not both")
+        if self.prometheus_port == self.port:
+            raise ValueError("prometheus_port must differ from port")
+        return self
+
+
+class ServingGroup(_Model):
+    """Replicas of one model on several nodes behind one gateway (``gpuhost launch sglang --group NAME``)."""
+
+    replicas: list[ReplicaRef] = Field(description="the group's replicas (at least one)", min_length=1)
+    gateway: GatewaySpec = Field(description="the gateway in front of the replicas")
+
+
+class ServingSpec(_Model):
+    groups: dict[str, ServingGroup] = Field(default_factory=dict, description="serving groups by name")
+
+    @field_validator("groups")
+    @classmethod
+    def _names(cls, v: dict[str, ServingGroup]) -> dict[str, ServingGroup]:
+        for name in v:
+            if not _GROUP_NAME.match(name):
+                raise ValueError(f"group name '{name}': lowercase letters, digits, '_' and '-' (at most 31)")
+        return v
+
+
 class InventoryFile(_Model):
     """The document as written."""
 
     vars: dict[str, Any] = Field(default_factory=dict, description="variables for every node")
     nodes: dict[str, NodeSpec] = Field(description="the nodes by name (at least one)")
     groups: dict[str, GroupSpec] = Field(default_factory=dict, description="groups of nodes by name")
+    serving: ServingSpec = Field(
+        default_factory=ServingSpec, description="serving groups: replicas on several nodes behind one gateway"
+    )
 
     @field_validator("nodes")
     @classmethod

@@ -41,6 +41,7 @@ from gpuhost.operations.sglang import (
 )
 from gpuhost.operations.systemd import Systemd, SystemdArgs
 from gpuhost.roles.base import Role, RoleVars
+from gpuhost.roles.gateway import FleetGroup
 from gpuhost.serve.facts import P2pSummary
 
 if TYPE_CHECKING:
@@ -61,6 +62,12 @@ class SglangVars(RoleVars):
     )
     lxc_ctids: list[int] | None = Field(None, description="only these containers of the node (--ctid)")
     sglang_profile: str | None = Field(None, description="use this profile instead of serve.profile (--profile)")
+    sglang_group: str | None = Field(
+        None, description="only the replicas of this serving group (--group; serving.groups in the inventory)"
+    )
+    serving: dict[str, FleetGroup] = Field(
+        {}, description="the inventory's serving groups (serving.groups, resolved by the loader)"
+    )
     sglang_profile_dirs: list[str] = Field(
         [], description="directories or files of the operator's own profiles (a later profile of a name wins)"
     )
@@ -81,6 +88,11 @@ class SglangVars(RoleVars):
     def _consistent(self) -> SglangVars:
         from gpuhost.errors import ConfigError
 
+        if self.sglang_group is not None and self.sglang_group not in self.serving:
+            raise ValueError(
+                f"sglang_group: no serving group '{self.sglang_group}' in the inventory "
+                f"(known: {', '.join(self.serving) or 'none'})"
+            )
         unknown = sorted(set(self.lxc_ctids or ()) - set(self.containers))
         if unknown:
             raise ValueError(
@@ -106,6 +118,14 @@ class SglangVars(RoleVars):
             if spec.serve is not None and (not self.lxc_ctids or ctid in self.lxc_ctids):
                 out[ctid] = spec.serve
         return out
+
+    def selected_on(self, node: str) -> dict[int, ServeSpec]:
+        """The containers of ``node`` served in this run: with --group, only the group's replicas there."""
+        chosen = self.selected()
+        if self.sglang_group is None:
+            return chosen
+        mine = {r.ctid for r in self.serving[self.sglang_group].replicas if r.node == node}
+        return {ctid: serve for ctid, serve in chosen.items() if ctid in mine}
 
     def profile_name(self, serve: ServeSpec) -> str:
         return self.sglang_profile or serve.profile
@@ -441,6 +461,6 @@ class Sglang(Role[SglangVars]):
 
     def tasks(self, host: HostContext, v: SglangVars) -> list[Task]:
         out: list[Task] = []
-        for ctid, serve in v.selected().items():
+        for ctid, serve in v.selected_on(host.name).items():
             out += container_tasks(host, ctid, serve, v)
         return out

@@ -19,6 +19,7 @@ NAMES: dict[str, tuple[str, str]] = {
     "lxc_gpu": ("gpuhost.roles.lxc_gpu", "LxcGpu"),
     "proxmox_host": ("gpuhost.roles.proxmox_host", "ProxmoxHost"),
     "sglang": ("gpuhost.roles.sglang", "Sglang"),
+    "smg_gateway": ("gpuhost.roles.gateway", "SmgGateway"),
     "vm_gpu": ("gpuhost.roles.vm_gpu", "VmGpuRole"),
 }
 _loaded: dict[str, type[Role[Any]]] = {}

@@ -14,7 +14,7 @@ from typing import Any
 
 from gpuhost.core.task import FLUSH_HANDLERS, Task
 from gpuhost.errors import ConfigError, GpuhostError, InventoryError, PlaybookError, SecretError, TemplateError
-from gpuhost.inventory.loader import Inventory
+from gpuhost.inventory.loader import Inventory, serving_vars
 from gpuhost.playbook.loader import build_operation
 from gpuhost.playbook.models import Play, Playbook, RoleRef, TaskSpec
 from gpuhost.playbook.variables import Layer, MergedVars, Origin, merge, validate_role_vars
@@ -104,6 +104,8 @@ def _layers(play: Play, inventory: Inventory, host: str, extra: Layer) -> list[L
     if spec.vms:
         vms = {vmid: v.model_dump() for vmid, v in spec.vms.items()}
         layers.append(Layer({"vms": vms}, {"vms": Origin(path, doc, ("nodes", host, "vms"))}))
+    if inventory.serving.groups:
+        layers.append(Layer({"serving": serving_vars(inventory)}, {"serving": Origin(path, doc, ("serving",))}))
     layers += [ref.vars for ref in play.roles]
     return [*layers, play.vars, extra]
 
@@ -159,7 +161,7 @@ def _role_run(ref: RoleRef, merged: MergedVars, templates: Templates) -> RoleRun
 
 
 #: Variables roles pass to their own templates (TemplateArgs.vars).
-_ROLE_PROVIDED = frozenset({"vfio_ids", "sglang"})
+_ROLE_PROVIDED = frozenset({"vfio_ids", "sglang", "smg"})
 
 
 def read_secrets(inventory: Inventory, host: str) -> None:

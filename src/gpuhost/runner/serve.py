@@ -14,9 +14,11 @@ import shlex
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from gpuhost.checks.finding import Finding, Level, worst
+from gpuhost.checks.serve import serve_findings
 from gpuhost.connection.base import Connection
 from gpuhost.errors import ConfigError, GpuhostError
 from gpuhost.facts import serve_layout as target
@@ -193,3 +195,95 @@ def restart(inventory: Inventory, t: ServeTarget, connect: Callable[[NodeSpec], 
         ct.run(f"systemctl reset-failed {shlex.quote(target.UNIT)} >/dev/null 2>&1; systemctl restart {target.UNIT}")
         active, _, _ = _state(ct)
     return active
+
+
+@dataclass
+class GroupReport:
+    """What ``verify serve --group`` found: each replica's findings, then the gateway's."""
+
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if worst(self.findings) >= Level.FAIL else 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "schema": "gpuhost.verify/2",
+            "kind": "serve-group",
+            "ok": self.exit_code == 0,
+            "exit_code": self.exit_code,
+            "findings": [f.to_json() for f in self.findings],
+        }
+
+
+def verify_group(
+    inventory: Inventory,
+    group: str,
+    *,
+    requests: int = 0,
+    connect: Callable[[NodeSpec], Connection] = open_connection,
+) -> GroupReport:
+    """``gpuhost verify serve --group``: each replica as ``verify serve`` checks it, then the gateway end to end (on
+    its node): every replica healthy in it (a dead one named), requests through it answered and reaching replicas."""
+    from gpuhost.checks.gateway import gateway_findings
+    from gpuhost.connection.shipped_tool import run_tool
+    from gpuhost.facts import gateway as gw
+    from gpuhost.inventory.loader import serving_vars
+
+    resolved = serving_vars(inventory).get(group)
+    if resolved is None:
+        known = ", ".join(inventory.serving.groups) or "none"
+        raise ConfigError(f"no serving group '{group}' in {inventory.path} (known: {known})")
+    report = GroupReport()
+    replicas = {str(r["url"]): f"{r['node']}/CT {r['ctid']}" for r in resolved["replicas"]}
+    for r in resolved["replicas"]:
+        t = ServeTarget(str(r["node"]), int(r["ctid"]))
+        try:
+            data, launched = probe(inventory, t, "verify", connect)
+            expect = launched.get("expect")
+            report.findings += serve_findings(data, t.subject, expect if isinstance(expect, dict) else None)
+        except GpuhostError as exc:
+            report.findings.append(Finding(Level.FAIL, "reachable", t.subject, str(exc)))
+    g = resolved["gateway"]
+    url = target.probe_url(str(g["host"]), int(g["port"]))
+    subject = f"{g['node']}/gateway {group}"
+    model = _served_model(inventory, resolved)
+    n = requests or 3 * len(replicas)
+    try:
+        with connect(inventory.nodes[str(g["node"])]) as conn:
+
+            def ask(args: list[str]) -> dict[str, Any]:
+                out = run_tool(conn, read_tool("gateway_probe.py").encode(), args, name="gateway_probe.py", timeout=900)
+                return out.data if isinstance(out.data, dict) else {"health": None, "error": "probe printed nothing"}
+
+            env = ["--env-file", gw.env_file(group)]
+            state = ask([url, "state", *env])
+            live = [
+                u for u in replicas if any(w.get("url") == u and w.get("healthy") for w in state.get("workers") or [])
+            ]
+            spread = None
+            if state.get("health") == 200:
+                extra = [x for u in live for x in ("--replica", u)]
+                spread = ask([url, "spread", *env, "--model", model, "--requests", str(n), *extra])
+        report.findings += gateway_findings(
+            subject, url, state, spread, replicas, every_replica=g.get("policy") == "round_robin"
+        )
+    except GpuhostError as exc:
+        report.findings.append(Finding(Level.FAIL, "reachable", subject, str(exc)))
+    return report
+
+
+def _served_model(inventory: Inventory, resolved: dict[str, Any]) -> str:
+    """The model name requests through the gateway ask for: the first replica's ``--served-model-name``."""
+    from pathlib import Path
+
+    from gpuhost.serve.profile import get_profile
+
+    dirs = inventory.vars.get("sglang_profile_dirs") or []
+    try:
+        profile = get_profile(str(resolved["replicas"][0]["profile"]), [Path(d) for d in dirs])
+    except GpuhostError:
+        return "default"
+    name = profile.flags.get("--served-model-name")
+    return str(name) if name else "default"

@@ -29,6 +29,25 @@ class Pins(BaseModel):
     cuda: int = Field(13, description="CUDA major of the wheels/images (13 from SGLang 0.5.20 on)")
 
 
+class MultiNode(BaseModel):
+    """Tensor parallelism across nodes (SGLang ``--nnodes/--node-rank/--dist-init-addr``): ``tp_size`` is global,
+    ``gpus`` is per node; rank 0 serves the API, followers only a dummy ``/health`` that always answers 200."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    nnodes: int = Field(ge=2, le=64, description="nodes of one replica (SGLang --nnodes)")
+    dist_init_port: int = Field(
+        20000, ge=1024, le=65535, description="torch.distributed rendezvous on rank 0; ZMQ uses the next 6 ports"
+    )
+    nccl_port: int = Field(
+        20010, ge=1024, le=65535, description="SGLang --nccl-port (pinned, so a firewall can open it)"
+    )
+    socket_ifname: str | None = Field(
+        None, description="interface NCCL and Gloo use between the nodes (NCCL_SOCKET_IFNAME, GLOO_SOCKET_IFNAME)"
+    )
+    dist_timeout: int = Field(3600, ge=60, description="seconds torch.distributed init may take (--dist-timeout)")
+
+
 class Profile(BaseModel):
     """One way to serve one model with SGLang on one kind of GPU."""
 
@@ -49,6 +68,7 @@ class Profile(BaseModel):
     env: dict[str, str] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
     sources: list[str] = Field(default_factory=list)
+    multinode: MultiNode | None = Field(None, description="tensor parallelism across nodes (None: one node)")
 
     @field_validator("flags")
     @classmethod

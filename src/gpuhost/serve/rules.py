@@ -111,7 +111,8 @@ def gpu_count(p: Profile, t: TargetFacts) -> list[Finding]:
                 "set tp_size only",
             )
         )
-    need = max(p.gpus, tp * pp)
+    nnodes = p.multinode.nnodes if p.multinode else 1
+    need = max(p.gpus, -(-tp * pp // nnodes))  # per node: the ranks are split over the nodes
     if len(t.gpu_archs) < need:
         out.append(
             _f(

@@ -1,0 +1,110 @@
+"""What a serving group's gateway shows on its host: its unit, the configuration it was started with, and what the
+SGLang Model Gateway itself reports (``/health``, ``/workers``, requests through it). Read-only; the ``nonce``
+argument only makes each poll a new cache entry."""
+
+from __future__ import annotations
+
+import base64
+import json
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+from gpuhost.core.facts import Fact
+from gpuhost.core.result import CommandResult
+from gpuhost.facts.batch import parse_sections, sections_command
+from gpuhost.resources import read_tool
+
+STATE_DIR = "/var/lib/gpuhost/smg"
+ROOT = "/opt/gpuhost/smg"
+
+
+def unit(group: str) -> str:
+    return f"gpuhost-smg-{group}.service"
+
+
+def env_file(group: str) -> str:
+    return f"/etc/gpuhost/smg-{group}.env"
+
+
+def workers_file(group: str) -> str:
+    return f"/etc/gpuhost/smg-{group}.workers"
+
+
+def launch_script(group: str) -> str:
+    return f"{ROOT}/{group}/launch.sh"
+
+
+def state_file(group: str) -> str:
+    return f"{STATE_DIR}/{group}.json"
+
+
+def venv_dir(version: str) -> str:
+    return f"{ROOT}/{version}/venv"
+
+
+def install_script(version: str) -> str:
+    return f"{ROOT}/{version}/install.sh"
+
+
+@dataclass(frozen=True)
+class GatewayService:
+    active: str
+    config_sha256: str | None
+
+
+def parse_service(result: CommandResult, *_args: Any) -> GatewayService:
+    s = parse_sections(result.stdout)
+    active = s["active"].output.strip().splitlines()[-1] if "active" in s and s["active"].output.strip() else "unknown"
+    sha = None
+    if "state" in s and s["state"].ok:
+        try:
+            loaded = json.loads(s["state"].output)
+            sha = loaded.get("config_sha256") if isinstance(loaded, dict) else None
+        except ValueError:
+            sha = None
+    return GatewayService(active, sha)
+
+
+def _service_command(group: str, _nonce: int = 0) -> str:
+    return sections_command({"active": f"systemctl is-active {unit(group)}", "state": f"cat {state_file(group)}"})
+
+
+#: args: group, nonce
+gateway_service: Fact[GatewayService] = Fact("smg service", _service_command, parse_service)
+
+
+def probe_command(url: str, mode: str, group: str, extra: tuple[str, ...] = ()) -> str:
+    """``python3 -c`` with the gateway probe's source (base64, so no quoting can break it) and its arguments."""
+    src = base64.b64encode(read_tool("gateway_probe.py").encode()).decode()
+    code = f"import base64,sys;sys.argv=['gateway_probe']+sys.argv[1:];exec(base64.b64decode('{src}'))"
+    return f"python3 -c {shlex.quote(code)} {shlex.join([url, mode, '--env-file', env_file(group), *extra])}"
+
+
+def parse_probe(result: CommandResult, *_args: Any) -> dict[str, Any]:
+    try:
+        data = json.loads(result.stdout.strip().splitlines()[-1]) if result.stdout.strip() else None
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        return {"health": None, "workers": None, "error": f"probe failed (exit {result.exit_code})"}
+    return data
+
+
+def _state_command(url: str, group: str, _nonce: int = 0) -> str:
+    return probe_command(url, "state", group)
+
+
+#: args: gateway URL, group, nonce: {"health", "workers": [{"url", "id", "healthy", "status"}] | None, "error"}
+gateway_state: Fact[dict[str, Any]] = Fact("smg state", _state_command, parse_probe)
+
+
+def _spread_command(url: str, group: str, model: str, n: int, replicas: tuple[str, ...], _nonce: int = 0) -> str:
+    extra = ["--model", model, "--requests", str(n)]
+    for r in replicas:
+        extra += ["--replica", r]
+    return probe_command(url, "spread", group, tuple(extra))
+
+
+#: args: gateway URL, group, model, requests, replica URLs, nonce: {"statuses", "served": {URL: N|None}, "answers"}
+gateway_spread: Fact[dict[str, Any]] = Fact("requests through smg", _spread_command, parse_probe)

@@ -1,0 +1,74 @@
+"""serving.groups in the inventory: validated with file:line errors, resolved to replica URLs for the gateway."""
+
+from pathlib import Path
+
+import pytest
+
+from gpuhost.errors import InventoryError
+from gpuhost.inventory.loader import load_inventory, serving_vars
+
+INV = """\
+nodes:
+  pve1:
+    address: 10.0.0.1
+    containers:
+      200:
+        serve: {profile: glm5-nvfp4-tp8-sm120, host: 10.0.0.11, port: 30000, api_key_file: key}
+  pve2:
+    address: 10.0.0.2
+    containers:
+      200:
+        serve: {profile: glm5-nvfp4-tp8-sm120, host: 10.0.0.12, api_key_file: key}
+      201: {hostname: idle}
+serving:
+  groups:
+    glm5:
+      replicas:
+        - {node: pve1, ctid: 200}
+        - {node: pve2, ctid: 200}
+      gateway: {node: pve1, policy: round_robin, health: {interval_secs: 5}}
+"""
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "inv.yml"
+    p.write_text(text)
+    return p
+
+
+def test_serving_group_resolves_replica_urls_and_the_gateway_address(tmp_path: Path) -> None:
+    inv = load_inventory(write(tmp_path, INV))
+    g = serving_vars(inv)["glm5"]
+    assert [r["url"] for r in g["replicas"]] == ["http://10.0.0.11:30000", "http://10.0.0.12:30000"]
+    assert g["replicas"][0]["api_key_file"] == str(tmp_path / "key")  # relative to the inventory
+    gw = g["gateway"]
+    assert gw["host"] == "10.0.0.1" and gw["port"] == 30080 and gw["version"] == "1.13.0"
+    assert gw["health"]["interval_secs"] == 5 and gw["health"]["failure_threshold"] == 2
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message", "line"),
+    [
+        ("- {node: pve2, ctid: 200}", "- {node: pve3, ctid: 200}", "unknown node 'pve3'", 18),
+        ("- {node: pve2, ctid: 200}", "- {node: pve2, ctid: 201}", "without a serve: entry 201", 18),
+        ("- {node: pve2, ctid: 200}", "- {node: pve1, ctid: 200}", "listed twice", 18),
+        ("gateway: {node: pve1", "gateway: {node: pve9", "unknown node 'pve9'", 19),
+        ("host: 10.0.0.12,", "host: 0.0.0.0,", "the gateway cannot reach CT 200 on pve2", 18),
+        ("host: 10.0.0.12, api_key_file: key", "host: 10.0.0.12, api_key_env: K", "another API key source", 18),
+        ("policy: round_robin", "policy: fastest", "Input should be", 19),
+        ("health: {interval_secs: 5}", "health: {interval_secs: 0}", "greater than or equal to 1", 19),
+    ],
+)
+def test_bad_serving_entries_name_file_and_line(tmp_path: Path, old: str, new: str, message: str, line: int) -> None:
+    with pytest.raises(InventoryError) as err:
+        load_inventory(write(tmp_path, INV.replace(old, new)))
+    assert message in str(err.value)
+    assert err.value.line == line, str(err.value)
+
+
+def test_an_unreachable_replica_may_name_its_url(tmp_path: Path) -> None:
+    text = INV.replace("host: 10.0.0.12,", "host: 0.0.0.0,").replace(
+        "- {node: pve2, ctid: 200}", "- {node: pve2, ctid: 200, url: 'http://10.0.0.12:30000'}"
+    )
+    g = serving_vars(load_inventory(write(tmp_path, text)))["glm5"]
+    assert g["replicas"][1]["url"] == "http://10.0.0.12:30000"

@@ -27,9 +27,17 @@ fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test,plot,docs]"
 
-# The lab's offline Python package index carries the real uv wheel: fetched once into a cache.
+# The lab's offline Python package index carries the real uv wheel and the real huggingface_hub with its
+# dependencies (for the containers' Python: Debian 12's 3.11 and Debian 13's 3.13): fetched once into a cache.
 wheels=${GPUHOST_LAB_WHEEL_CACHE:-/var/cache/gpuhost-lab/wheels}
 if ! ls "$wheels"/uv-*.whl >/dev/null 2>&1; then
   mkdir -p "$wheels"
   .venv/bin/python -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: -d "$wheels" uv
+fi
+if ! ls "$wheels"/huggingface_hub-*.whl >/dev/null 2>&1; then
+  mkdir -p "$wheels"
+  for py in 3.11 3.13; do
+    .venv/bin/python -m pip download -q --disable-pip-version-check --only-binary=:all: --implementation cp \
+      --python-version "$py" --platform manylinux2014_x86_64 -d "$wheels" huggingface_hub
+  done
 fi

@@ -10,7 +10,7 @@ from pathlib import Path
 from gpuhost.lab.pypi.index import NODE_DIR, PORT, SERVED_ROOT, write_index
 from gpuhost.lab.sglang import model, wheels
 
-#: where ``scripts/setup.sh`` caches real wheels fetched once (``uv``)
+#: where ``scripts/setup.sh`` caches real wheels fetched once (``uv``; ``huggingface_hub`` and its dependencies)
 WHEEL_CACHE_ENV = "GPUHOST_LAB_WHEEL_CACHE"
 DEFAULT_WHEEL_CACHE = "/var/cache/gpuhost-lab/wheels"
 UNIT = "gpuhost-lab-files.service"
@@ -29,7 +29,7 @@ WantedBy=multi-user.target
 
 def cached_wheels() -> list[Path]:
     cache = Path(os.environ.get(WHEEL_CACHE_ENV, DEFAULT_WHEEL_CACHE))
-    return sorted(cache.glob("uv-*.whl")) if cache.is_dir() else []
+    return sorted(cache.glob("*.whl")) if cache.is_dir() else []
 
 
 def build(lab_root: Path) -> Path:

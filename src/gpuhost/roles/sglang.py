@@ -307,6 +307,7 @@ def container_tasks(host: HostContext, ctid: int, serve: ServeSpec, v: SglangVar
                     )
                 )
             ),
+            tags=("always",),  # every other step writes below them, whichever tags are picked
         ),
     ]
     if launch.serve.model_node_dir:

@@ -11,6 +11,6 @@ siblings with sizes and LFS sha256), ``GET /api/models/{repo}/tree/{rev}`` (the 
 Lab controls on the node, never used by gpuhost: ``/etc/gpuhost-lab/hfhub/token`` (when it exists, every request
 needs ``Authorization: Bearer <that token>``, as a gated repository does) and ``/etc/gpuhost-lab/hfhub/drop_after``
 (N: the first full download of each file is cut off after N bytes, so the client must resume with a byte range)
-and ``/etc/gpuhost-lab/hfhub/rate`` (bytes per second a file is sent at). Each request is logged to the unit's
-journal with its ``Range`` header, never the token.
+and ``/etc/gpuhost-lab/hfhub/rate`` (bytes per second a file is sent at). Each request is logged (method, path, status, ``Range``;
+never the token) to :data:`seed.REQUEST_LOG` on the node.
 """

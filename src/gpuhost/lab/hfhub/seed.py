@@ -9,13 +9,15 @@ from gpuhost.lab.sglang import model
 
 PORT = 3142  # beside the package index's 3141, on the node's own address
 NODE_SOURCE = "/opt/gpuhost-lab/hfhub/server.py"
+#: the request log on the node (method, path, status, Range; never a header's token)
+REQUEST_LOG = "/var/log/gpuhost-lab/hfhub.log"
 UNIT = "gpuhost-lab-hfhub.service"
 UNIT_TEXT = """[Unit]
 Description=Hugging Face Hub stand-in of the gpuhost lab (HTTP on the node's address)
 After=network.target
 
 [Service]
-ExecStart=/usr/bin/python3 -I {source} --bind {address} --port {port} --repo {repo}={directory}
+ExecStart=/usr/bin/python3 -I {source} --bind {address} --port {port} --repo {repo}={directory} --log {log}
 Restart=on-failure
 
 [Install]
@@ -37,7 +39,14 @@ def install(upper: Path, host_path: Callable[[Path, str], Path], address: str) -
     unit = host_path(upper, f"/etc/systemd/system/{UNIT}")
     unit.parent.mkdir(parents=True, exist_ok=True)
     unit.write_text(
-        UNIT_TEXT.format(source=NODE_SOURCE, address=address, port=PORT, repo=model.MODEL_ID, directory=model.NODE_DIR)
+        UNIT_TEXT.format(
+            source=NODE_SOURCE,
+            address=address,
+            port=PORT,
+            repo=model.MODEL_ID,
+            directory=model.NODE_DIR,
+            log=REQUEST_LOG,
+        )
     )
     wants = host_path(upper, f"/etc/systemd/system/multi-user.target.wants/{UNIT}")
     wants.parent.mkdir(parents=True, exist_ok=True)

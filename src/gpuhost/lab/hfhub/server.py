@@ -16,6 +16,7 @@ import sys
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlsplit
 
 CONTROL_DIR = os.environ.get("GPUHOST_LAB_HFHUB_CONTROL", "/etc/gpuhost-lab/hfhub")
@@ -123,6 +124,14 @@ def _rate() -> float | None:
 
 
 REPOS: dict[str, Repo] = {}
+LOG: list[Any] = [sys.stderr]  # where requests are logged (``--log FILE`` adds a file)
+
+
+def log(line: str) -> None:
+    for out in LOG:
+        print(line, file=out, flush=True)
+
+
 _API = re.compile(r"^/api/models/(?P<repo>[^/]+/[^/]+)(?:/(?P<kind>revision|tree)/(?P<rev>[^/]+)(?P<sub>/.*)?)?$")
 _RESOLVE = re.compile(r"^/(?P<repo>[^/]+/[^/]+)/resolve/(?P<rev>[^/]+)/(?P<file>.+)$")
 _RANGE = re.compile(r"^bytes=(\d+)-(\d*)$")
@@ -134,11 +143,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - the base class's name
         rng = self.headers.get("Range") if hasattr(self, "headers") and self.headers else None
-        print(
-            f"{self.command} {self.path} -> {args[1] if len(args) > 1 else '?'}" + (f" range {rng}" if rng else ""),
-            file=sys.stderr,
-            flush=True,
-        )
+        log(f"{self.command} {self.path} -> {args[1] if len(args) > 1 else '?'}" + (f" range {rng}" if rng else ""))
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's name
         self._handle(body=True)
@@ -260,7 +265,7 @@ class Handler(BaseHTTPRequestHandler):
         if cut is not None:
             self.wfile.flush()
             self.close_connection = True
-            print(f"dropped {entry['path']} after {cut} bytes", file=sys.stderr, flush=True)
+            log(f"dropped {entry['path']} after {cut} bytes")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -268,13 +273,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bind", required=True)
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--repo", action="append", default=[], help="OWNER/NAME=DIRECTORY")
+    p.add_argument("--log", help="append the request log to this file too")
     a = p.parse_args(argv)
+    if a.log:
+        Path(a.log).parent.mkdir(parents=True, exist_ok=True)
+        LOG.append(open(a.log, "a"))  # noqa: SIM115 - open while the server runs
     for spec in a.repo:
         repo_id, _, directory = spec.partition("=")
         REPOS[repo_id] = Repo(repo_id, Path(directory))
     ThreadingHTTPServer.daemon_threads = True
     server = ThreadingHTTPServer((a.bind, a.port), Handler)
-    print(f"serving {', '.join(REPOS)} on http://{a.bind}:{a.port}", file=sys.stderr, flush=True)
+    log(f"serving {', '.join(REPOS)} on http://{a.bind}:{a.port}")
     server.serve_forever()
     return 0
 

@@ -27,8 +27,8 @@ fi
 [ -x .venv/bin/python ] || python3 -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test,plot,docs]"
 
-# The lab's offline Python package index carries real wheels, fetched once into a cache: uv, and the SGLang
-# Model Gateway (smg, pinned) with its dependencies for the lab's Python (the host's python3, Debian 12: 3.11).
+# The lab's offline Python package index carries real wheels, fetched once into a cache: uv, the SGLang
+# Model Gateway (smg, pinned) and huggingface_hub with their dependencies (Debian 12's 3.11, 13's 3.13).
 wheels=${GPUHOST_LAB_WHEEL_CACHE:-/var/cache/gpuhost-lab/wheels}
 if ! ls "$wheels"/uv-*.whl >/dev/null 2>&1; then
   mkdir -p "$wheels"
@@ -41,4 +41,11 @@ if ! ls "$wheels"/smg-1.13.0-*.whl >/dev/null 2>&1; then
     --python-version "$labpy" --platform manylinux2014_x86_64 --platform manylinux_2_28_x86_64 \
     --platform manylinux_2_17_x86_64 --platform manylinux_2_5_x86_64 --platform manylinux1_x86_64 \
     -d "$wheels" smg==1.13.0
+fi
+if ! ls "$wheels"/huggingface_hub-*.whl >/dev/null 2>&1; then
+  mkdir -p "$wheels"
+  for py in 3.11 3.13; do
+    .venv/bin/python -m pip download -q --disable-pip-version-check --only-binary=:all: --implementation cp \
+      --python-version "$py" --platform manylinux2014_x86_64 -d "$wheels" huggingface_hub
+  done
 fi

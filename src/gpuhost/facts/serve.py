@@ -211,3 +211,67 @@ def parse_versions(result: CommandResult, *_args: Any) -> dict[str, str]:
 
 #: args: venv, package names
 venv_versions: Fact[dict[str, str]] = Fact("venv packages", _versions_command, parse_versions)
+
+
+def tool_command(python: str, tool: str, args: list[str]) -> str:
+    """``PYTHON -c`` with a shipped tool's source (base64, so no quoting can break it) and its arguments."""
+    src = base64.b64encode(read_tool(tool).encode()).decode()
+    code = f"import base64,sys;sys.argv=[{tool!r}]+sys.argv[1:];exec(base64.b64decode('{src}'))"
+    return f"{shlex.quote(python)} -c {shlex.quote(code)} {shlex.join(args)}"
+
+
+def hf_args(repo: str, revision: str, cache_dir: str, endpoint: str, token_file: str | None) -> list[str]:
+    """The arguments of ``tools/hf_fetch.py`` (the token's file, never the token)."""
+    args = ["--repo", repo, "--revision", revision, "--cache-dir", cache_dir, "--endpoint", endpoint]
+    args += ["--record-dir", target.MODEL_RECORD_DIR]
+    return args + (["--token-file", token_file] if token_file else [])
+
+
+def _avail_command(path: str) -> str:
+    """``df -B1 --output=avail`` of the directory, or of its nearest existing parent before it is made."""
+    return f'd={shlex.quote(path)}; while [ ! -e "$d" ]; do d=$(dirname "$d"); done; df -B1 --output=avail "$d"'
+
+
+def _snapshot_command(
+    repo: str, revision: str, cache_dir: str, endpoint: str, token_file: str | None, _nonce: int = 0
+) -> str:
+    return sections_command(
+        {
+            "status": tool_command(
+                "python3", "hf_fetch.py", ["status", *hf_args(repo, revision, cache_dir, endpoint, token_file)]
+            ),
+            "avail": _avail_command(cache_dir),
+        }
+    )
+
+
+@dataclass(frozen=True)
+class SnapshotState:
+    """A Hugging Face snapshot in the target's cache against the repository's listing, and the free space there."""
+
+    status: dict[str, Any]
+    avail: int | None
+
+    @property
+    def error(self) -> str | None:
+        err = self.status.get("error")
+        return str(err) if err else None
+
+
+def parse_snapshot(result: CommandResult, *_args: Any) -> SnapshotState:
+    s = parse_sections(result.stdout)
+    status: dict[str, Any] = {"error": "the snapshot status printed nothing"}
+    if "status" in s and s["status"].output.strip():
+        try:
+            status = json.loads(s["status"].output.strip().splitlines()[-1])
+        except ValueError:
+            status = {"error": f"the snapshot status printed no JSON: {s['status'].output.strip()[-300:]}"}
+    avail = None
+    if "avail" in s and s["avail"].status == 0:
+        numbers = [ln.strip() for ln in s["avail"].output.splitlines() if ln.strip().isdigit()]
+        avail = int(numbers[-1]) if numbers else None
+    return SnapshotState(status if isinstance(status, dict) else {"error": "not a JSON object"}, avail)
+
+
+#: args: repo, revision, cache dir, endpoint, token file, nonce
+hf_snapshot: Fact[SnapshotState] = Fact("hugging face snapshot", _snapshot_command, parse_snapshot)

@@ -19,6 +19,12 @@ STATE_DIR = "/var/lib/gpuhost/sglang"
 MARKER_FILE = f"{STATE_DIR}/start-marker"
 STATE_FILE = f"{STATE_DIR}/launched.json"
 UNIT_FILE = f"/etc/systemd/system/{UNIT}"
+#: the Hugging Face cache a repo id is downloaded to (HF_HUB_CACHE of the service); sglang_hf_cache overrides it
+HF_CACHE = "/root/.cache/huggingface/hub"
+#: the Hugging Face token, when the inventory gives one (mode 0600); the download reads it, the server never does
+HF_TOKEN_FILE = "/etc/gpuhost/hf-token"
+#: files of a snapshot verified by gpuhost (size, mtime, hash), so a later run does not hash them again
+MODEL_RECORD_DIR = f"{STATE_DIR}/models"
 MARKER_PREFIX = "gpuhost-sglang: start "
 _TOKEN = re.compile(r"^[0-9a-f]{16,64}$")
 
@@ -29,6 +35,10 @@ def venv_dir(profile: str) -> str:
 
 def install_script(profile: str) -> str:
     return f"/opt/gpuhost/sglang/{profile}/install.sh"
+
+
+def hf_snapshot_dir(cache: str, repo: str, commit: str) -> str:
+    return f"{cache}/models--{repo.replace('/', '--')}/snapshots/{commit}"
 
 
 def config_sha256(texts: Iterable[str]) -> str:

@@ -156,7 +156,9 @@ class ServeSpec(_Model):
         description="Hugging Face repo id (owner/name, downloaded on the target) or an absolute path already on "
         "the target; default: the profile's model",
     )
-    model_revision: str | None = Field(None, description="repo revision (branch, tag or commit) to download")
+    model_revision: str | None = Field(
+        None, description="repo revision (branch, tag or commit) to download and serve (SGLang's --revision)"
+    )
     model_node_dir: str | None = Field(
         None,
         description="absolute directory on the node copied once into the container at `model` (small snapshots, "
@@ -166,8 +168,12 @@ class ServeSpec(_Model):
     port: int | None = Field(None, ge=1, le=65535, description="HTTP port; default: the profile's --port")
     api_key_env: EnvName | None = Field(None, description="environment variable holding the server's API key")
     api_key_file: str | None = Field(None, description="file (mode 0600) holding the server's API key")
-    hf_token_env: EnvName | None = Field(None, description="environment variable holding a Hugging Face token")
-    hf_token_file: str | None = Field(None, description="file (mode 0600) holding a Hugging Face token")
+    hf_token_env: EnvName | None = Field(
+        None, description="environment variable holding a Hugging Face token (downloads a gated or private repo id)"
+    )
+    hf_token_file: str | None = Field(
+        None, description="file (mode 0600) holding a Hugging Face token (downloads a gated or private repo id)"
+    )
 
     @field_validator("profile")
     @classmethod
@@ -183,6 +189,13 @@ class ServeSpec(_Model):
             raise ValueError("neither a Hugging Face repo id (owner/name) nor an absolute path")
         if v is not None and any(c.isspace() or c in "\"'$`\\;|&<>" for c in v):
             raise ValueError("must not contain spaces, quotes or shell characters")
+        return v
+
+    @field_validator("model_revision")
+    @classmethod
+    def _revision(cls, v: str | None) -> str | None:
+        if v is not None and (not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._/-]{0,127}", v) or ".." in v):
+            raise ValueError("not a branch, tag or commit (letters, digits, '.', '_', '-', '/')")
         return v
 
     @field_validator("model_node_dir")

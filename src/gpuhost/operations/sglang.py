@@ -20,7 +20,16 @@ from gpuhost.core.progress import report
 from gpuhost.errors import OperationFailed
 from gpuhost.facts import files as file_facts
 from gpuhost.facts import serve_layout as target
-from gpuhost.facts.serve import serve_gpus, serve_probe, serve_runtime, serve_service, serve_watch
+from gpuhost.facts.serve import (
+    hf_args,
+    hf_snapshot,
+    serve_gpus,
+    serve_probe,
+    serve_runtime,
+    serve_service,
+    serve_watch,
+    tool_command,
+)
 from gpuhost.serve.logscan import LogScanner, Phase
 
 if TYPE_CHECKING:
@@ -89,6 +98,73 @@ class SglangTarget(Operation[TargetArgs]):
         py = ".".join(map(str, host.fact(serve_runtime).python or ()))
         return nothing(
             f"python {py}; profile {profile.name} valid on {len(gpus)}x {gpus[0].arch}, driver {gpus[0].driver}"
+        )
+
+
+# -- the model's weights --------------------------------------------------------------------------
+
+
+class ModelArgs(Args):
+    repo: str = Field(description="Hugging Face repo id (owner/name)")
+    revision: str = Field(default="main", description="branch, tag or commit to download")
+    cache_dir: str = Field(default=target.HF_CACHE, description="the Hugging Face cache on the target (HF_HUB_CACHE)")
+    endpoint: str = Field(default="https://huggingface.co", description="the Hub's URL (HF_ENDPOINT)")
+    python: str = Field(description="the python with huggingface_hub that downloads (the profile's venv)")
+    token_file: str | None = Field(default=None, description="file on the target (0600) with the token, if any")
+    timeout_s: float = Field(default=86400.0, gt=0, description="seconds the download may take")
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} B"
+
+
+class SglangModel(Operation[ModelArgs]):
+    """The repository's snapshot complete in the target's Hugging Face cache: every listed file there with its size
+    and hash (sha256 of LFS files). Missing or wrong files are downloaded with ``huggingface_hub``'s
+    ``snapshot_download`` in the profile's venv (``tools/hf_fetch.py``), after the free space of the cache
+    (``df -B1 --output=avail``) was checked against the bytes still missing; then everything is verified again."""
+
+    kind = "sglang_model"
+    Args = ModelArgs
+
+    def plan(self, host: HostContext) -> Plan:
+        a = self.args
+        what = f"{a.repo}@{a.revision}"
+        snap = host.fact(hf_snapshot, a.repo, a.revision, a.cache_dir, a.endpoint, a.token_file)
+        if snap.error:
+            if host.check:
+                raise SkipTask(f"check mode: {what} cannot be listed yet: {snap.error}")
+            raise OperationFailed(f"{what}: {snap.error}")
+        st = snap.status
+        commit = str(st.get("commit", "?"))
+        if st.get("complete"):
+            return nothing(
+                f"{what}: snapshot {commit[:12]} complete ({st.get('files')} files, "
+                f"{_size(int(st.get('total_bytes', 0)))}; sizes and hashes verified, "
+                f"{st.get('lfs_files')} LFS files by sha256)"
+            )
+        need = int(st.get("missing_bytes", 0))
+        free = snap.avail if snap.avail is not None else int(st.get("free_bytes", 0))
+        if free < need:
+            raise OperationFailed(
+                f"{what}: {need} bytes ({_size(need)}) to download, {free} bytes ({_size(free)}) free in "
+                f"{a.cache_dir}; nothing was downloaded (free space there, or set sglang_hf_cache to a larger disk)"
+            )
+        wrong = list(st.get("wrong") or [])
+        parts = [f"{len(st.get('missing') or [])} of {st.get('files')} files missing"]
+        if wrong:
+            shown = ", ".join(f"{w['path']}: {w['why']}" for w in wrong[:3])
+            parts.append(f"{len(wrong)} wrong ({shown})")
+        fetch = tool_command(
+            a.python, "hf_fetch.py", ["fetch", *hf_args(a.repo, a.revision, a.cache_dir, a.endpoint, a.token_file)]
+        )
+        return Plan(
+            reason=f"download {what} with huggingface_hub: {'; '.join(parts)}, "
+            f"{_size(need)} to fetch, {_size(free)} free",
+            actions=[RunCommand(f"mkdir -p {_sh(target.MODEL_RECORD_DIR)} && {fetch}", timeout=a.timeout_s)],
         )
 
 

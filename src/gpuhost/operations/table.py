@@ -34,6 +34,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "reboot": ("gpuhost.operations.reboot", "Reboot"),
     "reboot_if_needed": ("gpuhost.operations.reboot", "RebootIfNeeded"),
     "sglang_env_file": ("gpuhost.operations.sglang", "SecretEnvFile"),
+    "sglang_model": ("gpuhost.operations.sglang", "SglangModel"),
     "sglang_ready": ("gpuhost.operations.sglang", "SglangReady"),
     "sglang_service": ("gpuhost.operations.sglang", "SglangService"),
     "sglang_target": ("gpuhost.operations.sglang", "SglangTarget"),

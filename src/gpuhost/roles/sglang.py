@@ -2,9 +2,10 @@
 
 Per container with a ``serve`` entry (all of the node's, or ``--ctid``): the profile is validated against the
 profile's own GPUs before any host is contacted (exit 2), then inside the container: Python and glibc checked and
-the profile validated on the real GPUs; a venv per profile with the pinned packages (uv, pip as fallback) and
-verified; the model (a path on the target, optionally copied from the node once); env file (0600), launch script
-and systemd unit from ``templates/``; the service started with a fresh start marker; readiness awaited on this
+the profile validated on the real GPUs; a venv per profile with the pinned packages and huggingface_hub (uv, pip as
+fallback) and verified; the model (a path on the target, optionally copied from the node once, or a repo id
+downloaded with huggingface_hub into the Hugging Face cache and verified, served offline); env file (0600), launch
+script and systemd unit from ``templates/``; the service started with a fresh start marker; readiness awaited on this
 start's journal lines (crash signatures fail fast, a capture hang stops the server); a smoke completion, the
 accuracy canary with finite logprobs, and single-stream speed.
 
@@ -29,9 +30,11 @@ from gpuhost.operations.files import Template, TemplateArgs
 from gpuhost.operations.lxc import InContainerArgs, InCt
 from gpuhost.operations.sglang import (
     EnvFileArgs,
+    ModelArgs,
     ReadyArgs,
     SecretEnvFile,
     ServiceArgs,
+    SglangModel,
     SglangReady,
     SglangService,
     SglangTarget,
@@ -54,6 +57,9 @@ LAUNCH_TEMPLATE = "sglang-launch.sh.j2"
 INSTALL_TEMPLATE = "sglang-install.sh.j2"
 TOOLS_VENV = "/opt/gpuhost/sglang/tools"
 PYPI = "https://pypi.org/simple"
+HF_HUB = "https://huggingface.co"
+#: installed into the profile's venv beside the pins (any version its pins allow): the model download uses it
+VENV_REQUIRES = ("huggingface_hub",)
 
 
 class SglangVars(RoleVars):
@@ -83,6 +89,17 @@ class SglangVars(RoleVars):
     )
     sglang_poll_interval: float = Field(2.0, gt=0, le=60, description="seconds between readiness polls")
     sglang_install_timeout: float = Field(3600.0, gt=0, description="seconds the venv install may take")
+    hf_endpoint: str | None = Field(
+        None,
+        pattern=r"^https?://[^\s'\"$`\\;|&<>]+$",
+        description="the Hugging Face Hub a repo id is downloaded from (HF_ENDPOINT; default huggingface.co)",
+    )
+    sglang_hf_cache: str = Field(
+        target.HF_CACHE,
+        pattern=r"^/[^\s'\"$`\\;|&<>]*$",
+        description="the Hugging Face cache on the target a repo id is downloaded to (the server's HF_HUB_CACHE)",
+    )
+    sglang_download_timeout: float = Field(86400.0, gt=0, description="seconds the model download may take")
 
     @model_validator(mode="after")
     def _consistent(self) -> SglangVars:
@@ -205,8 +222,11 @@ class Launch:
             flags["--host"] = serve.host
         if serve.port:
             flags["--port"] = serve.port
-        for key in ("--model-path", "--model"):
+        for key in ("--model-path", "--model", "--revision"):
             flags.pop(key, None)
+        self.repo = not self.model.startswith("/")
+        if self.repo and serve.model_revision:
+            flags["--revision"] = serve.model_revision
         shaped = profile.model_copy(update={"model": self.model, "flags": flags})
         cmd = render(shaped, v.sglang_p2p)
         argv = [_executable(cmd.argv[0], self.venv), *cmd.argv[1:]]
@@ -218,11 +238,19 @@ class Launch:
         served = _flag_value(shaped, "--served-model-name")
         self.served_model = str(served) if served else self.model
         env = {**cmd.env}
-        if not self.model.startswith("/"):
-            env.setdefault("HF_HUB_OFFLINE", "1")
+        self.hf_cache = v.sglang_hf_cache
+        self.hf_endpoint = v.hf_endpoint or HF_HUB
+        if self.repo:  # the server reads the downloaded snapshot from the cache, never the network
+            env["HF_HUB_OFFLINE"] = "1"
+            env["HF_HUB_CACHE"] = self.hf_cache
         self.env = dict(sorted(env.items()))
         what = f"CT {ctid}: serve"
         self.api_key = read_secret(f"{what} API key", env=serve.api_key_env, file=serve.api_key_file)
+        self.hf_token = (
+            read_secret(f"{what} Hugging Face token", env=serve.hf_token_env, file=serve.hf_token_file)
+            if self.repo
+            else None
+        )
         self.index_url = v.pip_index_url or PYPI
         pins = [f"sglang=={profile.pins.sglang}", f"transformers=={profile.pins.transformers}"]
         if profile.pins.flashinfer:
@@ -243,6 +271,7 @@ class Launch:
                 "tools_venv": TOOLS_VENV,
                 "index_url": shlex.quote(self.index_url),
                 "pins": self.pins,
+                "requires": list(VENV_REQUIRES),
                 "env": self.env,
                 "api_key": self.api_key if secret else ("<secret>" if self.api_key else None),
                 "command": shlex.join(self.argv),
@@ -298,6 +327,7 @@ def container_tasks(host: HostContext, ctid: int, serve: ServeSpec, v: SglangVar
                     )
                 )
             ),
+            tags=("always",),  # every other step writes below them, whichever tags are picked
         ),
     ]
     if launch.serve.model_node_dir:
@@ -338,23 +368,7 @@ def container_tasks(host: HostContext, ctid: int, serve: ServeSpec, v: SglangVar
             ),
             tags=("install",),
         ),
-        task(
-            f"{ct}: model {launch.model} on the target",
-            inside(
-                Command(
-                    CommandArgs(
-                        cmd=(
-                            f"echo 'model {launch.model}: no config.json there (put it there, set model_node_dir, "
-                            "or give a repo id)' >&2; exit 1"
-                        ),
-                        unless=f"test -f {shlex.quote(launch.model)}/config.json",
-                    )
-                )
-                if launch.model.startswith("/")
-                else _download(launch)
-            ),
-            tags=("model",),
-        ),
+        *_model_tasks(launch, inside, v),
         task(
             f"{ct}: {target.ENV_FILE} (0600)",
             inside(
@@ -425,20 +439,64 @@ def container_tasks(host: HostContext, ctid: int, serve: ServeSpec, v: SglangVar
     return tasks
 
 
-def _download(launch: Launch) -> Command:
-    """A repo id: weights come from the Hugging Face cache, offline at serve time (HF_HUB_OFFLINE=1). Downloading
-    is not built yet: the step fails with what to do unless the snapshot is already in the target's cache."""
-    repo = launch.model
-    cache = f"/root/.cache/huggingface/hub/models--{repo.replace('/', '--')}"
-    return Command(
-        CommandArgs(
-            cmd=(
-                f"echo 'model {repo}: not in the Hugging Face cache of the target ({cache}); gpuhost does not "
-                "download weights yet: run huggingface-cli download there, or give a path' >&2; exit 1"
+def _model_tasks(launch: Launch, inside: Any, v: SglangVars) -> list[Task]:
+    """A path: it must hold config.json. A repo id: the token's file (when the inventory gives a token), then the
+    snapshot downloaded with huggingface_hub into the cache and verified (``sglang_model``)."""
+    ct = f"CT {launch.ctid}"
+    if not launch.repo:
+        return [
+            task(
+                f"{ct}: model {launch.model} on the target",
+                inside(
+                    Command(
+                        CommandArgs(
+                            cmd=(
+                                f"echo 'model {launch.model}: no config.json there (put it there, set "
+                                "model_node_dir, or give a repo id)' >&2; exit 1"
+                            ),
+                            unless=f"test -f {shlex.quote(launch.model)}/config.json",
+                        )
+                    )
+                ),
+                tags=("model",),
+            )
+        ]
+    out = []
+    if launch.hf_token:
+        out.append(
+            task(
+                f"{ct}: {target.HF_TOKEN_FILE} (0600)",
+                inside(
+                    SecretEnvFile(
+                        EnvFileArgs(
+                            dest=target.HF_TOKEN_FILE, content=launch.hf_token + "\n", secret_values=(launch.hf_token,)
+                        )
+                    )
+                ),
+                tags=("model",),
+            )
+        )
+    revision = launch.serve.model_revision or "main"
+    out.append(
+        task(
+            f"{ct}: model {launch.model}@{revision} in {launch.hf_cache} (huggingface_hub, verified)",
+            inside(
+                SglangModel(
+                    ModelArgs(
+                        repo=launch.model,
+                        revision=revision,
+                        cache_dir=launch.hf_cache,
+                        endpoint=launch.hf_endpoint,
+                        python=f"{launch.venv}/bin/python3",
+                        token_file=target.HF_TOKEN_FILE if launch.hf_token else None,
+                        timeout_s=v.sglang_download_timeout,
+                    )
+                )
             ),
-            unless=f"test -d {shlex.quote(cache)}/snapshots",
+            tags=("model",),
         )
     )
+    return out
 
 
 def _fallback(profile: Profile, v: SglangVars) -> str | None:

@@ -104,3 +104,35 @@ def test_a_repo_id_serves_offline_and_profile_override_wins() -> None:
     assert launch.profile.name == "glm5-nvfp4-tp8-sm120-graph-breakable"
     assert launch.model == "nvidia/GLM-5-NVFP4" and launch.env["HF_HUB_OFFLINE"] == "1"
     assert launch.url == "http://127.0.0.1:30000"  # --host 0.0.0.0 is reached on loopback by the probe
+
+
+def test_a_repo_id_is_downloaded_with_the_token_in_a_0600_file_and_served_offline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from gpuhost.operations.lxc import InCt
+    from gpuhost.operations.sglang import SecretEnvFile, SglangModel
+    from gpuhost.roles.sglang import container_tasks
+    from tests.support.scenario import ScenarioHost
+
+    monkeypatch.setenv("TEST_HF_TOKEN", "hf_roleSecret0001")
+    v = vars_for(
+        {"profile": "glm5-nvfp4-tp8-sm120", "model_revision": "v1.0", "hf_token_env": "TEST_HF_TOKEN"},
+        hf_endpoint="http://10.1.2.3:3142",
+        sglang_hf_cache="/srv/hf",
+    )
+    launch = Launch(200, v.selected()[200], v)
+    assert launch.env["HF_HUB_OFFLINE"] == "1" and launch.env["HF_HUB_CACHE"] == "/srv/hf"
+    assert launch.argv[launch.argv.index("--revision") + 1] == "v1.0"
+    assert launch.template_vars(secret=False)["sglang"]["requires"] == ["huggingface_hub"]
+    tasks = container_tasks(ScenarioHost({}), 200, v.selected()[200], v)
+    ops = {t.name: t.operation.args.operation for t in tasks if isinstance(t.operation, InCt)}
+    token = ops["CT 200: /etc/gpuhost/hf-token (0600)"]
+    assert isinstance(token, SecretEnvFile) and token.args.secret_values == ("hf_roleSecret0001",)
+    (model,) = [op for op in ops.values() if isinstance(op, SglangModel)]
+    assert model.args.repo == "nvidia/GLM-5-NVFP4" and model.args.revision == "v1.0"
+    assert model.args.cache_dir == "/srv/hf" and model.args.endpoint == "http://10.1.2.3:3142"
+    assert model.args.python == "/opt/gpuhost/sglang/glm5-nvfp4-tp8-sm120/venv/bin/python3"
+    assert model.args.token_file == "/etc/gpuhost/hf-token"
+    names = [t.name for t in tasks]
+    assert names.index("CT 200: /etc/gpuhost/hf-token (0600)") > [i for i, n in enumerate(names) if "venv" in n][0]
+    assert "hf_roleSecret0001" not in repr(tasks)

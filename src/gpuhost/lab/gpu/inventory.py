@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuhost.inventory.models import ContainerSpec, ServeSpec, SSHConfig, VMSpec
+from gpuhost.lab.hfhub.seed import endpoint
 from gpuhost.lab.pypi.index import index_url
 from gpuhost.lab.sglang.model import NODE_DIR as MODEL_DIR
 from gpuhost.lab.spec import NodeSpec
@@ -42,11 +43,11 @@ def lab_vars(state_dir: Path) -> dict[str, Any]:
 
 
 def node_vars(node: NodeSpec) -> dict[str, Any]:
-    """Extra entries of a GPU node's ``vars``: its offline package index and the model snapshot
+    """Extra entries of a GPU node's ``vars``: its offline package index, its Hub stand-in and the model snapshot
     (a directory of the node: a container gets it through a bind mount)."""
     if not node.gpus:
         return {}
-    return {"pip_index_url": index_url(node.address), "lab_model_dir": MODEL_DIR}
+    return {"pip_index_url": index_url(node.address), "hf_endpoint": endpoint(node.address), "lab_model_dir": MODEL_DIR}
 
 
 def containers(node: NodeSpec) -> dict[int, ContainerSpec]:

@@ -21,6 +21,7 @@ from gpuhost.lab.gpu.catalog import (
     default_driver,
     model,
 )
+from gpuhost.lab.hfhub import seed as hfhub_seed
 from gpuhost.lab.layout import LabLayout
 from gpuhost.lab.node import paths as node_paths
 from gpuhost.lab.node.nvidia import kernel
@@ -153,3 +154,4 @@ class GpuAssets:
                 shutil.copyfile(inst.path, target / inst.file_name)
                 os.chmod(target / inst.file_name, 0o644)
             pypi_seed.install(self.layout.root, upper, host_path, node.address)  # package index, model
+            hfhub_seed.install(upper, host_path, node.address)  # the Hub stand-in serving that model

@@ -5,5 +5,5 @@ own address, port 3141 (a unit enabled at boot), so the node and its containers 
 the same files) use ``pip install --index-url http://<node>:3141/pypi/simple`` (``uv pip install
 --index-url`` too); the inventory gives each GPU node that URL as ``pip_index_url``. It holds
 the stand-in ``sglang``, ``transformers``, ``torch`` and ``flashinfer-python`` wheels of
-:mod:`gpuhost.lab.sglang.wheels`, and the real ``uv`` wheel from ``scripts/setup.sh``'s cache.
+:mod:`gpuhost.lab.sglang.wheels`, and the real ``uv`` and ``huggingface_hub`` wheels (with its dependencies) from ``scripts/setup.sh``'s cache.
 """

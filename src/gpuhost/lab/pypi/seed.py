@@ -10,8 +10,8 @@ from pathlib import Path
 from gpuhost.lab.pypi.index import NODE_DIR, PORT, SERVED_ROOT, write_index
 from gpuhost.lab.sglang import model, wheels
 
-#: where ``scripts/setup.sh`` caches real wheels fetched once (``uv``; ``smg``, the SGLang Model Gateway, and its
-#: dependencies)
+#: where ``scripts/setup.sh`` caches real wheels fetched once (``uv``; ``smg``, the SGLang Model Gateway;
+#: ``huggingface_hub``; and their dependencies)
 WHEEL_CACHE_ENV = "GPUHOST_LAB_WHEEL_CACHE"
 DEFAULT_WHEEL_CACHE = "/var/cache/gpuhost-lab/wheels"
 UNIT = "gpuhost-lab-files.service"

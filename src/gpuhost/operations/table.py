@@ -7,9 +7,9 @@ machinery). :data:`OPERATIONS`, every class imported, is built on first use.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
+
+from gpuhost.lazy_table import LazyTable
 
 if TYPE_CHECKING:
     from gpuhost.core.operation import Operation
@@ -51,38 +51,20 @@ KINDS: dict[str, tuple[str, str]] = {
     "vm_pending_applied": ("gpuhost.operations.vm", "VmPendingApplied"),
     "vm_running": ("gpuhost.operations.vm", "VmRunning"),
 }
-_loaded: dict[str, type[Operation[Any]]] = {}
+_TABLE: LazyTable[type[Operation[Any]]] = LazyTable("operation", KINDS, lambda cls: cls.kind)
 
 
-def build_table(classes: Iterable[type[Operation[Any]]]) -> dict[str, type[Operation[Any]]]:
-    table: dict[str, type[Operation[Any]]] = {}
-    for cls in classes:
-        if cls.kind in table:
-            raise RuntimeError(
-                f"operation kind '{cls.kind}' is defined twice ({table[cls.kind].__name__}, {cls.__name__})"
-            )
-        table[cls.kind] = cls
-    return table
-
-
-def get(kind: str) -> type[Operation[Any]] | None:
-    cls = _loaded.get(kind)
-    if cls is None and kind in KINDS:
-        module, name = KINDS[kind]
-        cls = getattr(importlib.import_module(module), name)
-        if cls.kind != kind:
-            raise RuntimeError(f"{module}.{name} is operation '{cls.kind}', but the table lists it as '{kind}'")
-        _loaded[kind] = cls
-    return cls
+def get(name: str) -> type[Operation[Any]] | None:
+    return _TABLE.get(name)
 
 
 def kinds() -> list[str]:
-    return sorted(KINDS)
+    return _TABLE.names()
 
 
 def __getattr__(name: str) -> Any:
     if name == "OPERATIONS":  # every operation, imported (the reference generator, tests)
-        table = build_table(c for c in (get(k) for k in KINDS) if c is not None)
+        table = _TABLE.all()
         globals()["OPERATIONS"] = table
         return table
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -7,9 +7,9 @@ built on first use.
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
+
+from gpuhost.lazy_table import LazyTable
 
 if TYPE_CHECKING:
     from gpuhost.roles.base import Role
@@ -22,36 +22,20 @@ NAMES: dict[str, tuple[str, str]] = {
     "smg_gateway": ("gpuhost.roles.gateway", "SmgGateway"),
     "vm_gpu": ("gpuhost.roles.vm_gpu", "VmGpuRole"),
 }
-_loaded: dict[str, type[Role[Any]]] = {}
-
-
-def build_table(classes: Iterable[type[Role[Any]]]) -> dict[str, type[Role[Any]]]:
-    table: dict[str, type[Role[Any]]] = {}
-    for cls in classes:
-        if cls.name in table:
-            raise RuntimeError(f"role '{cls.name}' is defined twice ({table[cls.name].__name__}, {cls.__name__})")
-        table[cls.name] = cls
-    return table
+_TABLE: LazyTable[type[Role[Any]]] = LazyTable("role", NAMES, lambda cls: cls.name)
 
 
 def get_role(name: str) -> type[Role[Any]] | None:
-    cls = _loaded.get(name)
-    if cls is None and name in NAMES:
-        module, attr = NAMES[name]
-        cls = getattr(importlib.import_module(module), attr)
-        if cls.name != name:
-            raise RuntimeError(f"{module}.{attr} is role '{cls.name}', but the table lists it as '{name}'")
-        _loaded[name] = cls
-    return cls
+    return _TABLE.get(name)
 
 
 def role_names() -> list[str]:
-    return sorted(NAMES)
+    return _TABLE.names()
 
 
 def __getattr__(name: str) -> Any:
     if name == "ROLES":  # every role, imported (the reference generator, tests)
-        table = build_table(c for c in (get_role(n) for n in NAMES) if c is not None)
+        table = _TABLE.all()
         globals()["ROLES"] = table
         return table
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -68,7 +68,14 @@ def _vars_file(path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return values, {k: Origin(str(path), doc, (k,)) for k in values}
 
 
-def run_with_flags(playbook: Path, inventory: Path, flags: RunFlags, preset_vars: dict[str, Any] | None = None) -> int:
+def run_with_flags(
+    playbook: Path,
+    inventory: Path,
+    flags: RunFlags,
+    preset_vars: dict[str, Any] | None = None,
+    *,
+    record_drift: bool = False,
+) -> int:
     """Load, run, print; returns the run's exit code. Errors are raised for the one handler in ``main``."""
     import contextlib
     import sys
@@ -156,7 +163,7 @@ def run_with_flags(playbook: Path, inventory: Path, flags: RunFlags, preset_vars
         )
         report = run_playbook(book, inv, opts)
         report.version = __version__
-        if report.exit_code == 0 and not flags.check:
+        if record_drift and report.exit_code == 0 and not flags.check:  # the provision commands' baseline
             _record_snapshots(inv, list(report.hosts))
         if log is not None:
             log.recap(report)

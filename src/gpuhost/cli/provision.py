@@ -31,7 +31,7 @@ def provision_host(inventory: Path = InventoryOpt, *, flags: RunFlags) -> None:
 
     Example: gpuhost provision host -i inventory/site.yml --check --diff
     """
-    raise typer.Exit(run_with_flags(_builtin("provision-host.yml"), inventory, flags))
+    raise typer.Exit(run_with_flags(_builtin("provision-host.yml"), inventory, flags, record_drift=True))
 
 
 @provision_app.command("lxc")
@@ -47,7 +47,7 @@ def provision_lxc(
     Example: gpuhost provision lxc -i inventory/site.yml --ctid 200 --allow-reboot --allow-restart
     """
     preset = {"lxc_ctids": ctid} if ctid else {}
-    raise typer.Exit(run_with_flags(_builtin("provision-lxc.yml"), inventory, flags, preset))
+    raise typer.Exit(run_with_flags(_builtin("provision-lxc.yml"), inventory, flags, preset, record_drift=True))
 
 
 @provision_app.command("vm")
@@ -60,4 +60,4 @@ def provision_vm(
 ) -> None:
     """The host's VM path, then each GPU VM: q35, pcie=1 passthrough, GPUDirect cliques, driver and P2P in the guest."""
     preset = {"vm_vmids": vmid} if vmid else {}
-    raise typer.Exit(run_with_flags(_builtin("provision-vm.yml"), inventory, flags, preset))
+    raise typer.Exit(run_with_flags(_builtin("provision-vm.yml"), inventory, flags, preset, record_drift=True))

@@ -8,6 +8,7 @@ gpuhost runs on) keep the list in memory only: several inventory names may be th
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from gpuhost.facts.boot import STATE_DIR
 from gpuhost.runner.context import RunnerHost
@@ -23,11 +24,19 @@ class PendingHandlers:
         self._others: list[str] = []
         self._saved: list[str] = []
 
+    def reads(self) -> list[tuple[Any, ...]]:
+        """The fact keys :meth:`load` will ask for (read ahead in the same batch as the tasks' facts)."""
+        from gpuhost.facts import files
+
+        return [(files.content, PENDING_FILE)] if self.enabled else []
+
     def load(self) -> set[str]:
         """The names of this play's handlers left pending by an earlier run."""
         if not self.enabled:
             return set()
-        text = self.ctx.conn.read_file(PENDING_FILE)
+        from gpuhost.facts import files
+
+        text = self.ctx.fact(files.content, PENDING_FILE)  # read ahead with the tasks' facts (prefetch)
         try:
             names = [str(n) for n in json.loads(text or "[]")]
         except (ValueError, TypeError):

@@ -109,11 +109,16 @@ def _fetch(host: RunnerHost, keys: list[tuple[Any, ...]]) -> None:
             host.store_result(key, res)
 
 
-def prefetch(host: RunnerHost, tasks: list[Task]) -> int:
-    """Batch-read the facts ``tasks`` will ask for; returns the rounds used."""
+def prefetch(host: RunnerHost, tasks: list[Task], also: list[tuple[Any, ...]] | None = None) -> int:
+    """Batch-read the facts ``tasks`` will ask for (and the ``also`` keys the runner itself reads); returns
+    the rounds used."""
     planned = [t for t in tasks if not t.is_flush]
+    extra = [k for k in also or [] if not host.has_fact(k)]
     for rounds in range(1, MAX_ROUNDS + 1):
         wanted: dict[int, tuple[RunnerHost, list[tuple[Any, ...]]]] = {}
+        if extra:
+            wanted[id(host)] = (host, list(extra))
+            extra = []
         for task in planned:
             rec = Recorder(host)
             try:

@@ -188,11 +188,11 @@ class _HostRun:
     def run(self, tasks: list[Task], handlers: list[Task]) -> bool:
         """Run tasks, then notified handlers once each; False when the host failed. Notified handlers are
         recorded on the node until they ran, and those an earlier run left pending are notified again."""
+        self.pending = PendingHandlers(self.ctx, {h.name for h in handlers})
         try:
-            prefetch(self.ctx, [t for t in tasks if t.is_flush or _selected(t, self.opts)])
+            prefetch(self.ctx, [t for t in tasks if t.is_flush or _selected(t, self.opts)], self.pending.reads())
         except GpuhostError:
             pass  # reading ahead is an optimisation: the task that needs the fact reports the problem
-        self.pending = PendingHandlers(self.ctx, {h.name for h in handlers})
         self.loaded = self.pending.load()
         self.notified = set(self.loaded)
         for task in tasks:

@@ -79,7 +79,9 @@ def test_playbook_commands_share_one_set_of_run_flags(path: tuple[str, ...]) -> 
 def test_shared_flags_reach_the_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     seen: list[tuple[Path, RunFlags, dict[str, Any] | None]] = []
 
-    def fake(playbook: Path, inventory: Path, flags: RunFlags, preset_vars: dict[str, Any] | None = None) -> int:
+    def fake(
+        playbook: Path, inventory: Path, flags: RunFlags, preset_vars: dict[str, Any] | None = None, **_kw: Any
+    ) -> int:
         seen.append((playbook, flags, preset_vars))
         return 0
 

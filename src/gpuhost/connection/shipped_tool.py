@@ -68,20 +68,8 @@ def target_of(conn: Connection, ctid: int | None) -> Connection:
     return conn if ctid is None else PctConnection(conn, ctid)
 
 
-def run_tool(
-    conn: Connection,
-    tool: bytes | Path,
-    args: Sequence[str] = (),
-    *,
-    name: str = "tool.pyz",
-    ctid: int | None = None,
-    timeout: float | None = None,
-    output: Output = "json",
-    ok_codes: Sequence[int] | None = (0,),
-) -> ToolOutput:
-    """Ship ``tool`` to ``conn``'s machine (or container ``ctid`` on it), run it, parse its stdout.
-
-    ``ok_codes``: exit statuses whose output is parsed (None: any; the tool reports failure in its JSON)."""
+def _prepare(conn: Connection, ctid: int | None, name: str) -> tuple[Connection, str]:
+    """The target (the machine, or container ``ctid`` on it) and a fresh private directory there for the tool."""
     if "/" in name or name in ("", ".", ".."):
         raise ValueError(f"tool name must be a plain file name, not {name!r}")
     if ctid is not None:
@@ -97,6 +85,24 @@ def run_tool(
     if made.exit_code != 0 or not made.stdout.strip():
         raise _prepare_failed(made, target.name)
     tmp = made.stdout.strip()
+    return target, tmp
+
+
+def run_tool(
+    conn: Connection,
+    tool: bytes | Path,
+    args: Sequence[str] = (),
+    *,
+    name: str = "tool.pyz",
+    ctid: int | None = None,
+    timeout: float | None = None,
+    output: Output = "json",
+    ok_codes: Sequence[int] | None = (0,),
+) -> ToolOutput:
+    """Ship ``tool`` to ``conn``'s machine (or container ``ctid`` on it), run it, parse its stdout.
+
+    ``ok_codes``: exit statuses whose output is parsed (None: any; the tool reports failure in its JSON)."""
+    target, tmp = _prepare(conn, ctid, name)
     try:
         path = f"{tmp}/{name}"
         try:
@@ -197,21 +203,7 @@ def start_tool(
 ) -> BackgroundTool:
     """Ship ``tool`` like :func:`run_tool` and start it in the background (its own session, stdout to a file in
     its private directory); the caller must :meth:`BackgroundTool.stop` it (in a ``finally``)."""
-    if "/" in name or name in ("", ".", ".."):
-        raise ValueError(f"tool name must be a plain file name, not {name!r}")
-    if ctid is not None:
-        check = conn.run(f"command -v pct >/dev/null 2>&1 || exit {NO_PCT}", check=False, timeout=60)
-        if check.exit_code != 0:
-            raise _prepare_failed(check, conn.name)
-    target = target_of(conn, ctid)
-    prepare = (
-        f"command -v python3 >/dev/null 2>&1 || exit {NO_PYTHON}; "
-        f'mktemp -d "${{TMPDIR:-/tmp}}/gpuhost-tool.XXXXXX" || exit {NO_TEMP_DIR}'
-    )
-    made = target.run(prepare, check=False, timeout=60)
-    if made.exit_code != 0 or not made.stdout.strip():
-        raise _prepare_failed(made, target.name)
-    tmp = made.stdout.strip()
+    target, tmp = _prepare(conn, ctid, name)
     path = f"{tmp}/{name}"
     try:
         try:

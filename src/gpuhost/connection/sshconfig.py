@@ -31,11 +31,11 @@ def lookup(config_file: str | None, host: str, node: str) -> SshOptions:
     path = Path(config_file).expanduser()
     if not path.is_file():
         return SshOptions()
-    import paramiko
+    from gpuhost.connection.paramiko_import import paramiko, with_match_exec
 
     try:
         cfg = paramiko.SSHConfig.from_path(str(path))
-        found = cfg.lookup(host)
+        found = with_match_exec(lambda: cfg.lookup(host))
     except (OSError, ValueError, paramiko.SSHException) as exc:
         raise ConnectionFailed(node, f"{path}: cannot read: {exc}") from None
     jump = found.get("proxyjump")

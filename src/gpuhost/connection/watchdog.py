@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import time
 
-import paramiko
+from gpuhost.connection.paramiko_import import paramiko
 
 _TICK = 0.1
 

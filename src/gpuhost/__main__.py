@@ -1,3 +1,3 @@
-from gpuhost.cli.app import main
+from gpuhost.cli.app import console
 
-main()
+console()

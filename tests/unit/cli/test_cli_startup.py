@@ -47,3 +47,36 @@ def test_package_faces_load_lazily_and_still_export_their_names() -> None:
     from gpuhost.playbook.loader import load_playbook  # noqa: F401
     from gpuhost.runner.connect import open_connection  # noqa: F401
     from gpuhost.runner.run import RunOptions, run_playbook  # noqa: F401
+
+
+def _gpuhost(*args: str, cwd: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gpuhost", *args], capture_output=True, text=True, timeout=60, cwd=cwd, check=False
+    )
+
+
+def test_the_program_keeps_exit_codes_and_output_when_it_skips_the_teardown(tmp_path) -> None:  # noqa: ANN001
+    """``console`` ends the process with os._exit: the exit code, the whole output and files closed by
+    exit handlers must survive it."""
+    ok = _gpuhost("--version")
+    assert ok.returncode == 0 and ok.stdout.startswith("gpuhost ")
+    inv = tmp_path / "inv.yml"
+    inv.write_text("nodes:\n  pve1: {address: 127.0.0.1, colour: blue}\n")
+    bad = _gpuhost("inventory", "-i", str(inv), "--graph")
+    assert bad.returncode == 2
+    assert f"{inv}:2" in bad.stderr and "colour" in bad.stderr and "Traceback" not in bad.stderr
+    usage = _gpuhost("run")
+    assert usage.returncode == 2 and "Missing argument" in usage.stderr
+
+
+def test_an_exit_handler_still_runs_before_the_process_ends(tmp_path) -> None:  # noqa: ANN001
+    out = tmp_path / "written-at-exit"
+    code = (
+        "import atexit, sys; from pathlib import Path; "
+        f"atexit.register(lambda: Path({str(out)!r}).write_text('flushed')); "
+        "sys.argv = ['gpuhost', '--version']; "
+        "from gpuhost.cli.app import console; console()"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert r.returncode == 0 and r.stdout.startswith("gpuhost ")
+    assert out.read_text() == "flushed"

@@ -38,6 +38,25 @@ def _mode(result: CommandResult, _path: str) -> int | None:
 mode: Fact[int | None] = Fact("file mode", lambda path: f"stat -c %a {shlex.quote(path)} 2>/dev/null", _mode)
 """Permission bits of ``path`` (``None`` when missing)."""
 
+
+def _content_and_mode_cmd(path: str) -> str:
+    q = shlex.quote(path)
+    return f"[ -e {q} ] || exit {MISSING}; stat -L -c %a -- {q} && cat -- {q}"
+
+
+def _content_and_mode(result: CommandResult, path: str) -> tuple[str, int] | None:
+    if result.exit_code == MISSING:
+        return None
+    first, sep, text = result.stdout.partition("\n")
+    if result.exit_code != 0 or not sep or not first.isdigit():
+        raise FactError(f"cannot read {path}: {result.stderr.strip() or f'exit {result.exit_code}'}")
+    return text, int(first, 8)
+
+
+content_and_mode: Fact[tuple[str, int] | None] = Fact("file content and mode", _content_and_mode_cmd, _content_and_mode)
+"""``(text, permission bits)`` of ``path`` (through links) in one read, ``None`` when it does not exist: what a
+file with a wanted mode is compared with."""
+
 succeeds: Fact[bool] = Fact("command succeeds", lambda command: command, lambda r, _cmd: r.exit_code == 0)
 """Whether a read-only check command exits 0 (``unless``/``creates`` guards)."""
 

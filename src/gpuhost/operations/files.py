@@ -58,15 +58,20 @@ class _FileArgs(Args):
         return str(v)
 
 
-def _with_mode(host: HostContext, dest: str, plan: Plan, mode: int | None) -> Plan:
+def _read(host: HostContext, dest: str, mode: int | None) -> tuple[str | None, int | None]:
+    """The file's text and, when a mode is wanted, its mode: one fact, so one read."""
+    if mode is None:
+        return host.fact(file_facts.content, dest), None
+    found = host.fact(file_facts.content_and_mode, dest)
+    return (None, None) if found is None else found
+
+
+def _with_mode(dest: str, plan: Plan, mode: int | None, current: int | None, content: str | None) -> Plan:
     """Add a chmod-only change when the content is right but the mode is not."""
-    if plan.changes or mode is None:
+    if plan.changes or mode is None or current == mode:
         return plan
-    current = host.fact(file_facts.mode, dest)
-    if current == mode:
-        return plan
-    content = host.fact(file_facts.content, dest) or ""
-    return Plan(reason=f"mode of {dest} {current:o} → {mode:o}", actions=[WriteFile(dest, content, mode, backup=False)])
+    reason = f"mode of {dest} {current or 0:o} → {mode:o}"
+    return Plan(reason=reason, actions=[WriteFile(dest, content or "", mode, backup=False)])
 
 
 class CopyArgs(_FileArgs):
@@ -82,9 +87,9 @@ class Copy(Operation[CopyArgs]):
     def plan(self, host: HostContext) -> Plan:
         a = self.args
         mode = parse_mode(a.mode)
-        before = host.fact(file_facts.content, a.dest)
+        before, current = _read(host, a.dest, mode)
         plan = file_plan(a.dest, before, a.content, mode, secret=_secret_mode(mode))
-        return _with_mode(host, a.dest, plan, mode)
+        return _with_mode(a.dest, plan, mode, current, before)
 
 
 class TemplateArgs(_FileArgs):
@@ -103,7 +108,7 @@ class Template(Operation[TemplateArgs]):
         mode = parse_mode(a.mode)
         with track_secrets() as secrets:
             wanted = host.render_template(a.src, a.vars)
-        before = host.fact(file_facts.content, a.dest)
+        before, current = _read(host, a.dest, mode)
         secret = bool(secrets) or _secret_mode(mode)
         plan = file_plan(a.dest, before, wanted, mode, reason_same=f"{a.dest} matches {a.src}", secret=secret)
-        return _with_mode(host, a.dest, plan, mode)
+        return _with_mode(a.dest, plan, mode, current, before)

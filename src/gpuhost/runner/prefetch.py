@@ -9,7 +9,7 @@ pass then finds every fact cached (a change invalidates the cache, as before).
 
 from __future__ import annotations
 
-import base64
+import io
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -72,39 +72,50 @@ class Recorder:
 def batch_command(commands: list[str]) -> str:
     """One script running the commands at once, each in a subshell of its own (facts are read-only
     probes; on a lab node or a real host several are slow programs, pveversion, proxmox-boot-tool,
-    systemctl, so waiting for each in turn costs their sum). After all finish, each result is
-    printed framed, its output base64-encoded."""
+    systemctl, so waiting for each in turn costs their sum). After all finish it prints a marker line
+    with the exit codes, the byte size of every output and error file, then the files themselves: three
+    programs (mktemp, stat, cat) however many facts, where encoding each file cost a few per fact."""
+    n = len(commands)
     parts = ["d=$(mktemp -d) || exit 1; trap 'rm -rf -- \"$d\"' EXIT"]
     for i, cmd in enumerate(commands):
-        parts.append(f'{{ ( {cmd}\n) >"$d/o{i}" 2>"$d/e{i}" </dev/null; echo $? >"$d/r{i}"; }} &')
-    parts.append("wait")
-    for i in range(len(commands)):
-        parts.append(
-            f'printf "{_MARK} {i} %s %s %s\\n" "$(cat "$d/r{i}")" "$(base64 -w0 <"$d/o{i}")" "$(base64 -w0 <"$d/e{i}")"'
-        )
+        parts.append(f'( {cmd}\n) >"$d/o{i}" 2>"$d/e{i}" </dev/null & p{i}=$!')
+    parts += [f'wait "$p{i}"; r{i}=$?' for i in range(n)]
+    names = " ".join(f"o{i} e{i}" for i in range(n))
+    codes = " ".join(f"$r{i}" for i in range(n))
+    parts += ['cd "$d" || exit 1', f'printf "{_MARK} %s\\n" "{codes}"', f"stat -c %s {names}", f"cat {names}"]
     return "\n".join(parts)
 
 
-def parse_batch(commands: list[str], stdout: str) -> list[CommandResult | None]:
+def parse_batch(commands: list[str], stdout: bytes) -> list[CommandResult | None]:
+    """The results :func:`batch_command` printed, in the order of ``commands`` (None: not read)."""
     out: list[CommandResult | None] = [None] * len(commands)
-    for line in stdout.splitlines():
-        if not line.startswith(_MARK + " "):
-            continue
-        fields = line.split(" ")
-        if len(fields) < 3:
-            continue
-        i, rc = int(fields[1]), int(fields[2])
-        o = base64.b64decode(fields[3]).decode(errors="replace") if len(fields) > 3 else ""
-        e = base64.b64decode(fields[4]).decode(errors="replace") if len(fields) > 4 else ""
-        if 0 <= i < len(commands):
-            out[i] = CommandResult(commands[i], rc, o, e)
+    start = stdout.find(_MARK.encode() + b" ")
+    if start < 0 or (start > 0 and stdout[start - 1 : start] != b"\n"):
+        return out
+    lines = stdout[start:].split(b"\n", 1 + 2 * len(commands))
+    if len(lines) < 2 + 2 * len(commands):
+        return out
+    codes = lines[0].split()[1:]
+    try:
+        sizes = [int(x) for x in lines[1 : 1 + 2 * len(commands)]]
+    except ValueError:
+        return out
+    body, pos = lines[-1], 0
+    for i, cmd in enumerate(commands):
+        o = body[pos : pos + sizes[2 * i]]
+        pos += sizes[2 * i]
+        e = body[pos : pos + sizes[2 * i + 1]]
+        pos += sizes[2 * i + 1]
+        if i < len(codes) and codes[i].isdigit() and pos <= len(body):
+            out[i] = CommandResult(cmd, int(codes[i]), o.decode(errors="replace"), e.decode(errors="replace"))
     return out
 
 
 def _fetch(host: RunnerHost, keys: list[tuple[Any, ...]]) -> None:
     commands = [key[0].command(*key[1:]) for key in keys]
-    result = host.conn.run(batch_command(commands), check=False)
-    for key, res in zip(keys, parse_batch(commands, result.stdout), strict=True):
+    sink = io.BytesIO()
+    host.conn.run(batch_command(commands), check=False, stdout_sink=sink)
+    for key, res in zip(keys, parse_batch(commands, sink.getvalue()), strict=True):
         if res is not None:
             host.store_result(key, res)
 

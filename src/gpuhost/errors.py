@@ -149,6 +149,15 @@ class OperationFailed(GpuhostError):
     pass
 
 
+class ConfigChanged(OperationFailed):
+    """The guest config changed between gpuhost's read and its write (PVE's digest check, or the
+    locked re-read): the runner re-reads and re-plans once."""
+
+    def __init__(self, path: str, planned: str, detail: str) -> None:
+        self.path, self.planned, self.detail = path, planned, detail
+        super().__init__(f"{path} changed since gpuhost read it ({detail})")
+
+
 class ProbeError(GpuhostError):
     exit_code = 2
 

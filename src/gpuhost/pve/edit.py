@@ -18,7 +18,6 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from gpuhost.errors import OperationFailed
 from gpuhost.pve import config as pveconf
 
 #: pve-container ``PVE::LXC::Config::config_file_lock``; qemu-server ``PVE::QemuConfig::config_file_lock``.
@@ -265,15 +264,6 @@ def config_of_api_path(path: str) -> tuple[pveconf.GuestKind, int] | None:
         return None
     kind: pveconf.GuestKind = "lxc" if m.group(1) == "lxc" else "qemu"
     return kind, int(m.group(2))
-
-
-class ConfigChanged(OperationFailed):
-    """The guest config changed between gpuhost's read and its write (PVE's digest check, or the
-    locked re-read): the runner re-reads and re-plans once."""
-
-    def __init__(self, path: str, planned: str, detail: str) -> None:
-        self.path, self.planned, self.detail = path, planned, detail
-        super().__init__(f"{path} changed since gpuhost read it ({detail})")
 
 
 def _lines(conf: pveconf.GuestConfig) -> dict[tuple[str, str], list[str]]:

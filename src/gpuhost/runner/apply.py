@@ -7,6 +7,7 @@ import hashlib
 import re
 import shlex
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from gpuhost.connection.base import Rebootable
 from gpuhost.connection.write_script import WriteRequest
@@ -26,10 +27,11 @@ from gpuhost.core.guest import Guest
 from gpuhost.core.plan import Plan
 from gpuhost.core.progress import ProgressStream
 from gpuhost.core.result import CommandResult
-from gpuhost.errors import CommandFailed, CommandTimeout, OperationFailed
-from gpuhost.pve import config as pveconf
-from gpuhost.pve import edit
+from gpuhost.errors import CommandFailed, CommandTimeout, ConfigChanged, OperationFailed
 from gpuhost.runner.context import RunnerHost
+
+if TYPE_CHECKING:
+    from gpuhost.pve import config as pveconf
 
 
 def apply(host: RunnerHost, action: Action) -> None:
@@ -98,9 +100,11 @@ def call(host: RunnerHost, action: PveCall) -> None:
     try:
         result = host.pve.call(action.method, action.path, params)
     except OperationFailed as exc:
+        from gpuhost.pve import edit
+
         target = edit.config_of_api_path(action.path)
         if action.digest is not None and target is not None and edit.is_modified_error(str(exc)):
-            raise edit.ConfigChanged(edit.config_file(*target), action.digest, "PVE: " + edit.MODIFIED) from None
+            raise ConfigChanged(edit.config_file(*target), action.digest, "PVE: " + edit.MODIFIED) from None
         raise
     if action.wait:
         host.pve.wait_task(result)
@@ -111,6 +115,8 @@ def call(host: RunnerHost, action: PveCall) -> None:
 
 def locked_edit(host: RunnerHost, action: EditGuestConfig) -> None:
     """The file write of :class:`EditGuestConfig`, run under PVE's per-guest flock after a digest re-check."""
+    from gpuhost.pve import edit
+
     data = action.content.encode()
     request = WriteRequest(action.path, len(data), hashlib.sha256(data).hexdigest(), backup_dir=action.backup_dir)
     script = ["sh", "-c", edit.LOCKED_EDIT_SCRIPT, "gpuhost-locked-edit"]
@@ -118,7 +124,7 @@ def locked_edit(host: RunnerHost, action: EditGuestConfig) -> None:
     result = host.conn.run(command, input=data, ok_codes=(0, edit.DIGEST_MISMATCH))
     if result.exit_code == edit.DIGEST_MISMATCH:
         seen = result.stderr.strip().rsplit(" ", 1)[-1]
-        raise edit.ConfigChanged(action.path, action.digest, f"its digest is {seen} now, under {action.lock}")
+        raise ConfigChanged(action.path, action.digest, f"its digest is {seen} now, under {action.lock}")
 
 
 def apply_plan(host: RunnerHost, plan: Plan, replan: Callable[[], Plan]) -> Plan:
@@ -128,7 +134,7 @@ def apply_plan(host: RunnerHost, plan: Plan, replan: Callable[[], Plan]) -> Plan
     try:
         _apply_all(host, plan)
         return plan
-    except edit.ConfigChanged as first:
+    except ConfigChanged as first:
         before = _planned_config(host, first.planned)
         host.invalidate_facts()
         again = replan()
@@ -139,7 +145,10 @@ def apply_plan(host: RunnerHost, plan: Plan, replan: Callable[[], Plan]) -> Plan
             ) from None
         try:
             _apply_all(host, again)
-        except edit.ConfigChanged as second:
+        except ConfigChanged as second:
+            from gpuhost.pve import config as pveconf
+            from gpuhost.pve import edit
+
             now = host.conn.read_file(second.path)
             changed = edit.what_changed(before, pveconf.parse(now, before.kind)) if before and now else []
             what = "; ".join(changed) or "no key differs from what gpuhost first read"
@@ -163,6 +172,8 @@ def _needs_consent(plan: Plan) -> set[type]:
 
 def _planned_config(host: RunnerHost, digest: str) -> pveconf.GuestConfig | None:
     """The config (from this run's fact cache) the plan was made from."""
+    from gpuhost.pve import config as pveconf
+
     for value in host.cached_facts():
         if isinstance(value, pveconf.GuestConfig) and value.digest == digest:
             return value
@@ -172,6 +183,8 @@ def _planned_config(host: RunnerHost, digest: str) -> pveconf.GuestConfig | None
 def _lock_of(text: str | None, path: str) -> str:
     if text is None:
         return "the config file is gone"
+    from gpuhost.pve import config as pveconf
+
     kind: pveconf.GuestKind = "lxc" if "/lxc/" in path else "qemu"
     lock = pveconf.parse(text, kind).get("lock")
     return f"'{lock}', a {lock} operation holds the guest" if lock else "none in the config"

@@ -12,7 +12,9 @@ import typer.core
 
 def _quiet_flags() -> None:
     """``--help`` shows a value's type (``<path>``) but not ``<bool>`` after every flag."""
-    shown = typer.core.TyperOption.display_type_rich
+    shown = getattr(typer.core.TyperOption, "display_type_rich", None)
+    if shown is None:
+        return
 
     def display_type_rich(self: typer.core.TyperOption, ctx: typer.core.click.Context) -> str | None:
         return None if self.is_flag else shown(self, ctx)

@@ -10,27 +10,35 @@ from typing import Any
 from pydantic import ValidationError
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.composer import Composer
 from ruamel.yaml.constructor import DuplicateKeyError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.events import AliasEvent, CollectionStartEvent, ScalarEvent
 
 from gpuhost.errors import ConfigError
 
 _PLAIN_TAGS = {f"tag:yaml.org,2002:{t}" for t in ("str", "int", "float", "bool", "null", "map", "seq")}
 
 
-def _refuse_unsafe(text: str, path: Path, error: type[ConfigError]) -> None:
-    """No aliases (they can expand without bound) and no tags beyond YAML's own."""
-    from ruamel.yaml.events import AliasEvent, CollectionStartEvent, ScalarEvent
+class _Refused(Exception):
+    def __init__(self, message: str, line: int | None) -> None:
+        super().__init__(message)
+        self.message, self.line = message, line
 
-    for event in YAML(typ="rt").parse(text):
+
+class _StrictComposer(Composer):  # type: ignore[misc]
+    """ruamel's composer, refusing aliases (they can expand without bound) and tags beyond YAML's own
+    as it meets them: one pass over the file, with the offending line."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.parser.peek_event()
         line = event.start_mark.line + 1 if event.start_mark else None
         if isinstance(event, AliasEvent):
-            raise error(
-                "YAML aliases (*name) are not allowed in gpuhost files; write the value out", file=str(path), line=line
-            )
+            raise _Refused("YAML aliases (*name) are not allowed in gpuhost files; write the value out", line)
         tag = getattr(event, "tag", None) if isinstance(event, (ScalarEvent, CollectionStartEvent)) else None
         if tag and str(tag) not in _PLAIN_TAGS:
-            raise error(f"unknown YAML tag {str(tag)[:40]}", file=str(path), line=line)
+            raise _Refused(f"unknown YAML tag {str(tag)[:40]}", line)
+        return super().compose_node(parent, index)
 
 
 def load(path: Path, error: type[ConfigError] = ConfigError) -> Any:
@@ -53,9 +61,11 @@ def load(path: Path, error: type[ConfigError] = ConfigError) -> Any:
             f"not UTF-8 text (byte 0x{raw[exc.start]:02x})", file=str(path), line=raw[: exc.start].count(b"\n") + 1
         ) from None
     yaml = YAML(typ="rt")
+    yaml.Composer = _StrictComposer
     try:
-        _refuse_unsafe(text, path, error)
         return yaml.load(text)
+    except _Refused as exc:
+        raise error(exc.message, file=str(path), line=exc.line) from None
     except DuplicateKeyError as exc:
         line = exc.problem_mark.line + 1 if exc.problem_mark else None
         key = re.search(r'found duplicate key "([^"]{0,60})', str(exc.problem))

@@ -17,7 +17,8 @@ Every tool checks host keys against the lab's known_hosts file. ansible-core (pi
 ``ControlPersist=60s``, ``gathering = explicit``, forks 16) and pyinfra are installed into their own
 virtual environments under ``~/.cache/gpuhost-bench/`` from the package registry on first use.
 gpuhost is this checkout's ``src``. The floor is ``bench/converge/floor.py``: paramiko, one
-connection, W1's three reads.
+connection per node, W1's three reads; run on 1 and 16 nodes, as installed here (paramiko imports
+invoke, fabric's dependency) and lean (``--lean``: paramiko alone, as gpuhost imports it).
 
 Each tool's first run converges the nodes (gpuhost runs first; the others must then find nothing to
 change). Then one warm-up round and ``--rounds`` measured rounds, interleaved (every round runs every
@@ -57,6 +58,7 @@ LAB_ADDRESS = "127.0.152.1"  # first lab node; nodes are consecutive
 PROXY_BASE = "127.0.153."  # the latency proxy's listening addresses
 ONE_WAY_DELAY = 0.015
 TOOLS = ("gpuhost", "pyinfra", "ansible")
+FLOORS = ("floor", "floor_lean")  # paramiko as installed here (it imports invoke), and paramiko alone
 ALL_SCENARIOS = ("w1_1", "w1_4", "w1_16", "w2_1", "w2_16", "w1_1_rtt30", "w2_1_rtt30")
 
 
@@ -220,9 +222,9 @@ def run_tool(tool: str, sc: Scenario, exes: dict[str, Path], lab: Path, known_ho
         cmd = [str(exes["pyinfra"]), "-y", "--parallel", "16", str(sc.dir / "inventory.py")]
         cmd += [str(WORK / "pyinfra" / f"{w}.py")]
         cwd = sc.dir
-    else:  # floor
-        name, addr = sc.nodes[0]
-        cmd = [sys.executable, str(WORK / "floor.py"), addr, "22", str(lab / "client_key"), str(known_hosts)]
+    else:  # floor, floor_lean
+        cmd = [sys.executable, str(WORK / "floor.py"), *(["--lean"] if tool == "floor_lean" else [])]
+        cmd += [str(lab / "client_key"), str(known_hosts), *(addr for _, addr in sc.nodes)]
         cwd = WORK
     start = time.perf_counter()
     r = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True, check=False)
@@ -245,8 +247,8 @@ def run_tool(tool: str, sc: Scenario, exes: dict[str, Path], lab: Path, known_ho
         seen = len(set(re.findall(r"^\s*\[(\S+)\]\s+Ready:", out, re.M)))
     else:
         changed = int(re.search(r"changed=(\d+)", r.stdout).group(1))  # type: ignore[union-attr]
-        seen = 1
-    if tool != "floor" and seen != len(sc.nodes):
+        seen = len(sc.nodes)
+    if seen != len(sc.nodes):
         raise SystemExit(f"{tool} {sc.name}: reported {seen} hosts, not {len(sc.nodes)}:\n{out[-3000:]}")
     return Run(tool, sc.name, -1, round(wall, 4), changed, trips)
 
@@ -361,7 +363,7 @@ def main(argv: list[str] | None = None) -> int:
         runs: list[Run] = []
         for rnd in range(args.rounds + 1):
             for k, sc in enumerate(built):
-                tools = list(TOOLS) + (["floor"] if sc.name == "w1_1" else [])
+                tools = list(TOOLS) + (list(FLOORS) if sc.name in ("w1_1", "w1_16") else [])
                 shift = (rnd + k) % len(tools)
                 for tool in tools[shift:] + tools[:shift]:
                     r = run_tool(tool, sc, exes, lab, known_hosts)
@@ -383,15 +385,19 @@ def main(argv: list[str] | None = None) -> int:
 
     medians: dict[str, dict[str, float]] = {}
     for sc in built:
-        for tool in (*TOOLS, "floor"):
+        for tool in (*TOOLS, *FLOORS):
             ts = [r.wall_s for r in runs if r.tool == tool and r.scenario == sc.name and r.round > 0]
             if ts:
                 medians.setdefault(sc.name, {})[tool] = round(statistics.median(ts), 3)
     ratios: dict[str, dict[str, float | None]] = {
         "ansible_over_gpuhost": {s.name: paired(runs, "ansible", "gpuhost", s.name) for s in built},
         "pyinfra_over_gpuhost": {s.name: paired(runs, "pyinfra", "gpuhost", s.name) for s in built},
-        "gpuhost_over_floor": {"w1_1": paired(runs, "gpuhost", "floor", "w1_1")},
+        "gpuhost_over_floor": {
+            "w1_1": paired(runs, "gpuhost", "floor", "w1_1"),
+            "w1_1_lean": paired(runs, "gpuhost", "floor_lean", "w1_1"),
+        },
         "gpuhost_16_over_1": {},
+        "floor_16_over_1": {},
     }
     for w in ("w1", "w2"):
         a = {r.round: r.wall_s for r in runs if r.tool == "gpuhost" and r.scenario == f"{w}_16" and r.round > 0}
@@ -399,6 +405,12 @@ def main(argv: list[str] | None = None) -> int:
         pairs = [a[k] / b[k] for k in a if k in b]
         if pairs:
             ratios["gpuhost_16_over_1"][w] = round(statistics.median(pairs), 3)
+    # what 16 nodes cost a minimal client on this machine: the same lab, the floor script
+    fa = {r.round: r.wall_s for r in runs if r.tool == "floor" and r.scenario == "w1_16" and r.round > 0}
+    fb = {r.round: r.wall_s for r in runs if r.tool == "floor" and r.scenario == "w1_1" and r.round > 0}
+    fpairs = [fa[k] / fb[k] for k in fa if k in fb]
+    if fpairs:
+        ratios["floor_16_over_1"]["w1"] = round(statistics.median(fpairs), 3)
     trips = {
         sc.name: max((r.round_trips or 0) for r in runs if r.tool == "gpuhost" and r.scenario == sc.name)
         for sc in built
@@ -423,16 +435,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"versions: {versions}")
     print(f"{doc['latency']} for *_rtt30")
     print(
-        f"{'scenario':<12}" + "".join(f"{t:>10}" for t in (*TOOLS, "floor")) + f"{'ans/gh':>8}{'pyi/gh':>8}{'trips':>6}"
+        f"{'scenario':<12}" + "".join(f"{t:>11}" for t in (*TOOLS, *FLOORS)) + f"{'ans/gh':>8}{'pyi/gh':>8}{'trips':>6}"
     )
     for sc in built:
         m = medians.get(sc.name, {})
-        cells = "".join(f"{m[t]:>9.2f}s" if t in m else f"{'':>10}" for t in (*TOOLS, "floor"))
+        cells = "".join(f"{m[t]:>10.2f}s" if t in m else f"{'':>11}" for t in (*TOOLS, *FLOORS))
         ra, rp = ratios["ansible_over_gpuhost"][sc.name], ratios["pyinfra_over_gpuhost"][sc.name]
         print(f"{sc.name:<12}{cells}{ra or 0:>7.2f}x{rp or 0:>7.2f}x{trips[sc.name]:>6}")
     print(
-        f"gpuhost/floor (w1_1): {ratios['gpuhost_over_floor']['w1_1']}x; "
-        f"gpuhost 16 nodes / 1 node: {ratios['gpuhost_16_over_1']}"
+        f"gpuhost/floor (w1_1): {ratios['gpuhost_over_floor']['w1_1']}x "
+        f"(paramiko alone: {ratios['gpuhost_over_floor']['w1_1_lean']}x); "
+        f"16 nodes / 1 node: gpuhost {ratios['gpuhost_16_over_1']}, floor {ratios['floor_16_over_1']}"
     )
     return 0
 

@@ -167,10 +167,10 @@ def parse_pvecm_status(text: str) -> Quorum:
     numbers, the flags and the members. PVE before 6 printed no "Cluster information" part; the votes column of a
     QDevice cluster comes with a Qdevice column; a node that is not quorate says ``Quorum: 2 Activity blocked``."""
     if "Quorum information" not in text:
-        first = next((line.strip() for line in text.splitlines() if line.strip()), "nothing")
+        said = [line.strip() for line in text.splitlines() if line.strip()] or ["nothing"]
         if "is this node part of a cluster" in text:
-            raise OperationFailed(f"pvecm status: not a cluster member ({first})")
-        raise OperationFailed(f"pvecm status printed no quorum information ({first[:200]})")
+            raise OperationFailed(f"pvecm status: not a cluster member ({said[0]})")
+        raise OperationFailed(f"pvecm status printed no quorum information ({said[-1][:200]})")  # its error last
 
     def num(label: str) -> int:
         m = re.search(rf"^{label}:\s+(\d+)", text, re.M)

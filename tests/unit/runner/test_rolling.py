@@ -66,8 +66,18 @@ PVECM = {
 }
 
 
+#: file: what the refusal says of a pvecm status without quorum information
+PVECM_ERRORS = {
+    "not-a-cluster.txt": "pvecm status: not a cluster member (Error: Corosync config '/etc/pve/corosync.conf' does "
+    "not exist - is this node part of a cluster?)",
+    "pve4-not-a-cluster.txt": "pvecm status: not a cluster member (Corosync config '/etc/pve/corosync.conf' does not "
+    "exist - is this node part of a cluster?)",
+    "pve4-corosync-not-running.txt": "pvecm status printed no quorum information (Cannot initialize CMAP service)",
+}
+
+
 def test_every_pvecm_capture_is_checked():
-    assert sorted(p.name for p in (CLUSTER / "pvecm-status").iterdir()) == sorted([*PVECM, "not-a-cluster.txt"])
+    assert sorted(p.name for p in (CLUSTER / "pvecm-status").iterdir()) == sorted([*PVECM, *PVECM_ERRORS])
 
 
 @pytest.mark.parametrize("name", sorted(PVECM))
@@ -93,9 +103,11 @@ def test_pvecm_members_with_a_qdevice_column():
     assert [(m.nodeid, m.name) for m in q.members if m.local] == [(4, "10.100.4.102")]
 
 
-def test_pvecm_status_outside_a_cluster_names_the_reason():
-    with pytest.raises(OperationFailed, match=r"not a cluster member \(Error: Corosync config '/etc/pve/corosync"):
-        parse_pvecm_status(capture("pvecm-status", "not-a-cluster.txt"))
+@pytest.mark.parametrize("name", sorted(PVECM_ERRORS))
+def test_pvecm_status_without_quorum_information_names_the_reason(name: str) -> None:
+    with pytest.raises(OperationFailed) as err:
+        parse_pvecm_status(capture("pvecm-status", name))
+    assert str(err.value) == PVECM_ERRORS[name]
 
 
 #: file: why the node must not reboot (None: it may)

@@ -7,8 +7,9 @@ live line on a terminal shows it, a log sees it in the next periodic ``still`` l
 printed when no handler is attached (the library stays quiet).
 
 A :class:`~gpuhost.core.actions.RunCommand` may say how its streamed stdout tells its progress
-(:data:`CommandProgress`): :class:`CurlMeter` (curl's progress meter) or :class:`LogPhases` (lines
-that name phases). The runner feeds the output to a :class:`ProgressStream`, which reports.
+(:data:`CommandProgress`): :class:`CurlMeter` (curl's progress meter), :class:`ByteCount` (a shipped
+tool's own ``gpuhost-progress`` lines) or :class:`LogPhases` (lines that name phases). The runner feeds
+the output to a :class:`ProgressStream`, which reports.
 """
 
 from __future__ import annotations
@@ -55,7 +56,26 @@ class LogPhases:
     phases: tuple[tuple[str, str], ...]
 
 
-CommandProgress = CurlMeter | LogPhases
+@dataclass(frozen=True)
+class ByteCount:
+    """The command's stdout carries lines ``gpuhost-progress done=BYTES total=BYTES t=SECONDS`` (:func:`count_line`),
+    printed every few seconds by a shipped tool: the bytes there so far of those it must have, and the time since
+    it started. The rate is read from two lines' bytes and times, not from when SSH delivered them."""
+
+    step: str
+
+
+CommandProgress = CurlMeter | ByteCount | LogPhases
+
+COUNT_TAG = "gpuhost-progress"
+_COUNT = re.compile(rf"^{COUNT_TAG} done=(\d+) total=(\d+) t=(\d+(?:\.\d+)?)\s*$")
+
+
+def count_line(line: str) -> tuple[int, int, float] | None:
+    """(done, total, seconds) of a ``gpuhost-progress`` line; None for any other line."""
+    m = _COUNT.match(line)
+    return (int(m[1]), int(m[2]), float(m[3])) if m else None
+
 
 _UNITS = {"": 1, "k": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4, "P": 1024**5}
 _SIZE = r"\d+(?:\.\d+)?[kMGTP]?"
@@ -111,6 +131,7 @@ class ProgressStream:
         self._kept: list[str] = []
         self._last: MeterRow | None = None
         self._phase: str | None = None
+        self._counts: list[tuple[int, int, float]] = []  # the first and the last two ``gpuhost-progress`` lines
 
     def _elapsed(self) -> float:
         return self._clock() - self._start
@@ -145,6 +166,9 @@ class ProgressStream:
                 update=True,
             )
             return
+        if isinstance(spec, ByteCount):
+            self._count(spec, line)
+            return
         for pattern, words in spec.phases:
             if re.search(pattern, line):
                 if words != self._phase:
@@ -152,6 +176,21 @@ class ProgressStream:
                     report(self.host, spec.step, words, self._elapsed())
                 break
         self._kept.append(line)
+
+    def _count(self, spec: ByteCount, line: str) -> None:
+        count = count_line(line)
+        if count is None:
+            self._kept.append(line)
+            return
+        if not self._counts:
+            report(self.host, spec.step, f"started: {human(count[1] - count[0])} to fetch", 0.0)
+            self._counts = [count]
+            return
+        self._counts = [self._counts[0], self._counts[-1], count]
+        (done, total, t), (before, _, then) = count, self._counts[-2]
+        rate = (done - before) / (t - then) if t > then else 0.0
+        of = f" of {human(total)} ({100 * done // total}%)" if total else ""
+        report(self.host, spec.step, f"{human(done)}{of}, {human(rate)}/s", self._elapsed(), update=True)
 
     def close(self, ok: bool) -> str:
         """The command ended (``ok``: with a status it may end with): report how, return the kept output."""
@@ -170,6 +209,14 @@ class ProgressStream:
                 )
             else:
                 report(self.host, spec.step, f"stopped after {human(row.received)}", self._elapsed())
+        elif isinstance(spec, ByteCount) and self._counts:
+            (first, _, t0), (done, _, t) = self._counts[0], self._counts[-1]
+            if ok:
+                average = (done - first) / (t - t0) if t > t0 else 0.0
+                said = f"{human(done - first)} downloaded, {human(average)}/s average"
+            else:
+                said = f"stopped after {human(done - first)}"
+            report(self.host, spec.step, said, self._elapsed())
         elif isinstance(spec, LogPhases) and self._phase is not None:
             report(self.host, spec.step, "done" if ok else f"failed in phase: {self._phase}", self._elapsed())
         return "".join(line + "\n" for line in self._kept)

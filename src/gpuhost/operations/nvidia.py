@@ -2,7 +2,8 @@
 
 On a host it builds the kernel module through DKMS (``--dkms``, open modules for Blackwell);
 in a container it installs userspace only (``--no-kernel-modules``), which must match the
-host's loaded module exactly.
+host's loaded module exactly. ``nvidia_installer`` only caches the installer (on the node for its
+containers, inside a VM for its own driver). Every download shows curl's bytes and rate.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from gpuhost.core.operation import Args, Operation
 from gpuhost.core.plan import Plan, nothing
 from gpuhost.core.progress import CurlMeter, LogPhases
 from gpuhost.errors import OperationFailed
+from gpuhost.facts import files as file_facts
 from gpuhost.facts.host import host_facts
 from gpuhost.facts.nvidia import build_prerequisites, userspace_version
 
@@ -88,6 +90,24 @@ mv -f -- "$f.part" "$f"
 
 def download_command(a: DriverPin) -> str:
     return shlex.join(["sh", "-c", _DOWNLOAD_SCRIPT, "gpuhost-download", installer_path(a.version), a.url, a.sha256])
+
+
+class NvidiaInstaller(Operation[DriverPin]):
+    """NVIDIA's ``.run`` installer of the pinned version in gpuhost's cache. When it is not there yet it is downloaded
+    with curl's progress meter shown (bytes and rate) and kept only when its sha256 is the pinned one."""
+
+    kind = "nvidia_installer"
+    Args = DriverPin
+
+    def plan(self, host: HostContext) -> Plan:
+        a = self.args
+        path = installer_path(a.version)
+        if host.fact(file_facts.exists, path):
+            return nothing(f"{path} cached")
+        return Plan(
+            reason=f"download NVIDIA {a.version} installer to {path} (sha256 checked)",
+            actions=[RunCommand(download_command(a), timeout=1800, progress=CurlMeter("driver download"))],
+        )
 
 
 INSTALLER_LOG = "/var/log/nvidia-installer.log"

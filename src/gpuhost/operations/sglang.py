@@ -16,7 +16,7 @@ from gpuhost.checks.serve import check_runtime, serve_findings
 from gpuhost.core.actions import RestartService, RunCommand, WriteFile
 from gpuhost.core.operation import Args, Operation, SkipTask
 from gpuhost.core.plan import Plan, nothing, unified_diff
-from gpuhost.core.progress import report
+from gpuhost.core.progress import ByteCount, report
 from gpuhost.errors import OperationFailed
 from gpuhost.facts import files as file_facts
 from gpuhost.facts import serve_layout as target
@@ -164,7 +164,13 @@ class SglangModel(Operation[ModelArgs]):
         return Plan(
             reason=f"download {what} with huggingface_hub: {'; '.join(parts)}, "
             f"{_size(need)} to fetch, {_size(free)} free",
-            actions=[RunCommand(f"mkdir -p {_sh(target.MODEL_RECORD_DIR)} && {fetch}", timeout=a.timeout_s)],
+            actions=[
+                RunCommand(
+                    f"mkdir -p {_sh(target.MODEL_RECORD_DIR)} && {fetch}",
+                    timeout=a.timeout_s,
+                    progress=ByteCount("model download"),
+                )
+            ],
         )
 
 

@@ -30,6 +30,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "lxc_running": ("gpuhost.operations.lxc", "LxcRunning"),
     "module_list": ("gpuhost.operations.modules", "ModuleList"),
     "nvidia_driver": ("gpuhost.operations.nvidia", "NvidiaDriver"),
+    "nvidia_installer": ("gpuhost.operations.nvidia", "NvidiaInstaller"),
     "push_to_guest": ("gpuhost.operations.lxc", "PushToGuest"),
     "reboot": ("gpuhost.operations.reboot", "Reboot"),
     "reboot_if_needed": ("gpuhost.operations.reboot", "RebootIfNeeded"),

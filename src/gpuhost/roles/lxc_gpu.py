@@ -13,7 +13,6 @@ from gpuhost.core.task import FLUSH_HANDLERS, Task, task
 from gpuhost.errors import OperationFailed
 from gpuhost.facts.host import HostFacts, host_facts
 from gpuhost.inventory.models import ContainerSpec, StorageId
-from gpuhost.operations.command import Command, CommandArgs
 from gpuhost.operations.files import Template, TemplateArgs
 from gpuhost.operations.lxc import (
     ContainerArgs,
@@ -28,7 +27,7 @@ from gpuhost.operations.lxc import (
     PushToGuest,
     RunningArgs,
 )
-from gpuhost.operations.nvidia import DriverPin, NvidiaDriver, NvidiaDriverArgs, download_command, installer_path
+from gpuhost.operations.nvidia import DriverPin, NvidiaDriver, NvidiaDriverArgs, NvidiaInstaller, installer_path
 from gpuhost.operations.verify import ContainerProofs, Verify, VerifyArgs
 from gpuhost.roles.base import Role, RoleVars
 
@@ -174,7 +173,7 @@ class LxcGpu(Role[LxcGpuVars]):
         tasks: list[Task] = [
             task(
                 f"NVIDIA {pin.version} installer cached on the node",
-                Command(CommandArgs(cmd=download_command(pin), unless=f"test -f {installer_path(pin.version)}")),
+                NvidiaInstaller(pin),
                 tags=("driver",),
             )
         ]

@@ -24,7 +24,7 @@ from gpuhost.inventory.models import VMSpec
 from gpuhost.operations.command import Command, CommandArgs
 from gpuhost.operations.files import Template, TemplateArgs
 from gpuhost.operations.modules import ModuleList, ModuleListArgs
-from gpuhost.operations.nvidia import DriverPin, NvidiaDriver, NvidiaDriverArgs, download_command, installer_path
+from gpuhost.operations.nvidia import DriverPin, NvidiaDriver, NvidiaDriverArgs, NvidiaInstaller
 from gpuhost.operations.systemd import Systemd, SystemdArgs
 from gpuhost.operations.vm import (
     InVm,
@@ -142,7 +142,6 @@ def vm_tasks(vmid: int, spec: VMSpec, gpus: list[VmGpu], pin: DriverPin | None) 
     def inside(op: Operation[Any]) -> InVm:
         return InVm(InVmArgs(vmid=vmid, operation=op))
 
-    installer = installer_path(pin.version)
     driver = NvidiaDriver(NvidiaDriverArgs(**pin.model_dump(), target="host"))
     tasks += [
         task(
@@ -160,7 +159,7 @@ def vm_tasks(vmid: int, spec: VMSpec, gpus: list[VmGpu], pin: DriverPin | None) 
         ),
         task(
             f"{vm}: NVIDIA {pin.version} installer cached",
-            inside(Command(CommandArgs(cmd=download_command(pin), unless=f"test -f {installer}"))),
+            inside(NvidiaInstaller(pin)),
             tags=("driver",),
         ),
         task(f"{vm}: NVIDIA driver {pin.version} with kernel modules (DKMS)", inside(driver), tags=("driver",)),

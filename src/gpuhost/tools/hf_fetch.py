@@ -8,23 +8,33 @@
             cache (``snapshot_download`` trusts a file that is there), the free space is checked against the
             missing bytes, ``snapshot_download`` runs, and every file is verified against the listing (size,
             sha256 of LFS files, git blob sha1 of the others). A connection that drops mid-file is retried by
-            ``huggingface_hub`` (resumed with a byte range from the last chunk it wrote).
+            ``huggingface_hub`` (resumed with a byte range from the last chunk it wrote). While it downloads, a line
+            ``gpuhost-progress done=BYTES total=BYTES t=SECONDS`` comes every ``--progress-every`` seconds (and at
+            the start and the end): the bytes of the missing files in the cache's ``blobs/`` so far (whole blobs and
+            ``.incomplete`` ones, named by their etag: the sha256 of an LFS file, the git blob id of the others).
+            ``huggingface_hub`` writes a file in chunks of ``DOWNLOAD_CHUNK_SIZE`` (10 MiB in 2.4), so the count
+            moves by up to that much per file at a time.
 
-Both print one JSON document. The token is read from ``--token-file`` (mode 0600), never from argv, and is never
-printed. A verified file is recorded (size, mtime, hash) under ``--record-dir`` so that a later ``status`` does not
-hash hundreds of gigabytes again; a file whose size or mtime changed is hashed again.
+Both print one JSON document (``fetch`` after its progress lines). The token is read from ``--token-file`` (mode
+0600), never from argv, and is never printed. A verified file is recorded (size, mtime, hash) under ``--record-dir``
+so that a later ``status`` does not hash hundreds of gigabytes again; a file whose size or mtime changed is hashed
+again.
 """
 
 from __future__ import annotations
 
 import argparse
+import glob
 import hashlib
 import json
 import os
 import stat
 import sys
+import threading
+import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -177,6 +187,73 @@ def set_aside(cache: str, repo: str, lst: dict[str, Any], wrong: list[dict[str, 
     return done
 
 
+def blob_keys(lst: dict[str, Any], paths: list[str]) -> dict[str, int]:
+    """The cache's blob name of each file in ``paths`` and its size (files of one content share one blob)."""
+    by_path = {f["path"]: f for f in lst["files"]}
+    return {(f["sha256"] or f["blob"] or f["path"]): f["size"] for f in (by_path[p] for p in paths)}
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:  # renamed or removed since it was listed
+        return 0
+
+
+class OnDisk:
+    """Bytes of the missing blobs in the cache now: a complete blob, else the largest of its downloads under way
+    (``<etag>.incomplete``, or ``<etag>.<hex>.incomplete`` as huggingface_hub 2.4 names it). A partial file left by
+    an earlier process counts only once it grows again (2.x starts a new one rather than resume it)."""
+
+    def __init__(self, cache: str, repo: str, keys: dict[str, int]) -> None:
+        self.blobs = repo_dir(cache, repo) / "blobs"
+        self.keys = keys
+        self.stale = {p: _size(p) for p in self.blobs.glob("*.incomplete")}
+
+    def __call__(self) -> int:
+        done = 0
+        for key, size in self.keys.items():
+            whole = self.blobs / key
+            if whole.exists():
+                done += min(_size(whole), size)
+                continue
+            partial = 0
+            for path in self.blobs.glob(f"{glob.escape(key)}*.incomplete"):
+                n = _size(path)
+                if path not in self.stale or n > self.stale[path]:
+                    partial = max(partial, n)
+            done += min(partial, size)
+        return done
+
+
+class Progress:
+    """Prints a ``gpuhost-progress`` line now, every ``every`` seconds while the block runs, and once at its end."""
+
+    def __init__(self, measure: Callable[[], int], total: int, every: float) -> None:
+        self.measure, self.total, self.every = measure, total, every
+        self.start = time.monotonic()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="hf-fetch-progress", daemon=True)
+
+    def line(self) -> None:
+        done = self.measure()
+        print(f"gpuhost-progress done={done} total={self.total} t={time.monotonic() - self.start:.1f}", flush=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            self.line()
+
+    def __enter__(self) -> Progress:
+        self.line()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.line()
+
+
 def fetch(a: argparse.Namespace, token: str | None) -> dict[str, Any]:
     lst = listing(a.endpoint, a.repo, a.revision, token)
     before = check(a.cache_dir, a.repo, lst, a.record_dir)
@@ -196,9 +273,11 @@ def fetch(a: argparse.Namespace, token: str | None) -> dict[str, Any]:
     os.environ.pop("HF_HUB_OFFLINE", None)
     from huggingface_hub import snapshot_download
 
-    path = snapshot_download(
-        a.repo, revision=a.revision, cache_dir=a.cache_dir, endpoint=a.endpoint, token=token or False
-    )
+    keys = blob_keys(lst, before["missing"] + [w["path"] for w in before["wrong"]])
+    with Progress(OnDisk(a.cache_dir, a.repo, keys), before["missing_bytes"], a.progress_every):
+        path = snapshot_download(
+            a.repo, revision=a.revision, cache_dir=a.cache_dir, endpoint=a.endpoint, token=token or False
+        )
     after = check(a.cache_dir, a.repo, lst, a.record_dir, write=True)
     if not after["complete"]:
         bad = after["missing"] + [f"{w['path']} ({w['why']})" for w in after["wrong"]]
@@ -224,6 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--endpoint", default=DEFAULT_ENDPOINT)
     p.add_argument("--token-file")
     p.add_argument("--record-dir", required=True)
+    p.add_argument("--progress-every", type=float, default=2.0, help="seconds between progress lines (fetch)")
     a = p.parse_args(argv)
     token = None
     try:

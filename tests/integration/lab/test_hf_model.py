@@ -1,6 +1,6 @@
 """``gpuhost launch sglang --tags install --tags model`` with a repo id: the weights come from the lab's Hugging Face Hub
-stand-in on the node, downloaded in a fresh container by the real ``huggingface_hub`` (from the offline index) and
-verified; a second run finds the snapshot complete; a truncated file is found and fetched again; a cache on a
+stand-in on the node, downloaded in a fresh container by the real ``huggingface_hub`` (from the offline index), its
+progress shown while it runs, and verified; a second run finds the snapshot complete; a truncated file is found and fetched again; a cache on a
 too-small disk is refused before anything is downloaded; the token reaches the Hub and never the output.
 
 One GPU node (its seed serves the package index and the Hub stand-in) and one container; no GPU driver is needed:
@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -131,6 +132,11 @@ def test_a_fresh_container_downloads_the_snapshot_with_huggingface_hub(hf_lab: L
     text = r.stdout + r.stderr
     assert r.returncode == 0, text
     assert f"download {MODEL_ID}@main with huggingface_hub: 14 of 14 files missing" in text
+    # progress while it downloads: hf_fetch.py's byte counts, read as they stream from the container
+    assert "[hfn/ct231] model download: started: 6.9 KiB to fetch (0 s)" in r.stderr.splitlines(), r.stderr
+    done = r"\[hfn/ct231\] model download: 6\.9 KiB downloaded, [\d.]+ (B|KiB|MiB)/s average \(\d+ s\)"
+    assert re.search(done, r.stderr), r.stderr
+    assert "gpuhost-progress" not in text  # the tool's lines are progress, not output
     assert TOKEN not in text
     assert ct(hf_lab, "stat -c %a /etc/gpuhost/hf-token").stdout.strip() == "600"
     venv = "/opt/gpuhost/sglang/lab-glm5-tp2/venv/bin/python3"

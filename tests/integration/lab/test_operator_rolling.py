@@ -1,8 +1,8 @@
 """A rolling reboot across three lab nodes: ``serial: 1`` reboots one node at a time, each node's
 running guests are listed before it goes down, and the reboot's phases are shown while waiting.
 
-The lab simulates single PVE nodes, not a corosync cluster: the quorum and HA steps are tested against
-``pvecm status``/``ha-manager status`` texts in tests/unit/runner/test_rolling.py."""
+The lab simulates single PVE nodes, not a corosync cluster: the quorum and HA steps are tested in
+tests/unit/runner/test_rolling.py on real ``pvecm status``/``ha-manager status`` captures (tests/fixtures/cluster/)."""
 
 from __future__ import annotations
 

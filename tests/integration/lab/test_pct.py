@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
+from gpuhost.runner.rolling import PctRow, pct_rows
 from tests.lab_fixtures import LabHandle
+
+CAPTURES = Path(__file__).resolve().parents[2] / "fixtures" / "cluster"
 
 TEMPLATE = "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"
 _CTIDS = itertools.count(500)
@@ -146,3 +150,20 @@ def test_container_does_not_see_host_secrets(lab: LabHandle) -> None:
         'ls -A /root | grep -vc "^\\.\\(bashrc\\|profile\\)$"\'; pct stop {ctid}',
     )
     assert r.stdout.split() == ["0", "0"], r.stdout + r.stderr
+
+
+def test_list_prints_what_pct_list_prints(lab: LabHandle) -> None:
+    """The header and the padding of a real ``pct list`` (tests/fixtures/cluster/pct-list/), a lock in its column."""
+    ctid = _new_ct(lab)
+    other = _new_ct(lab)
+    assert lab.run("pve2", f"pct start {ctid}").rc == 0
+    assert lab.run("pve2", f"pct set {other} --lock backup").rc == 0
+    out = lab.run("pve2", "pct list").stdout.splitlines()
+    real = (CAPTURES / "pct-list" / "pmx5-14-containers.txt").read_text().splitlines()
+    assert out[0] == real[0]  # trailing spaces and all
+    rows = {r.vmid: r for r in pct_rows("\n".join(out))}
+    assert rows[ctid] == PctRow(ctid, "running", "", f"ct{ctid}")
+    assert rows[other] == PctRow(other, "stopped", "backup", f"ct{other}")
+    assert out[1 + sorted(rows).index(ctid)] == f"{ctid:<10} {'running':<10} {'':<12} {'ct' + str(ctid):<20}"
+    assert len(rows) == len(out) - 1
+    assert lab.run("pve2", f"pct stop {ctid}").rc == 0

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+from pathlib import Path
 
 from gpuhost.pve import config as pveconf
+from gpuhost.runner.rolling import QmRow, qm_rows
 from tests.lab_fixtures import LabHandle
+
+CAPTURES = Path(__file__).resolve().parents[2] / "fixtures" / "cluster"
 
 _VMIDS = itertools.count(400)
 
@@ -139,3 +143,17 @@ def test_errors_and_exit_codes(lab: LabHandle) -> None:
     assert r.rc == 255 and "memory: type check ('integer') failed - got 'lots'" in r.stderr
     r = lab.run("pve1", "qm set 100 --hostpci1 pcie=1")
     assert r.rc == 255 and "400 Parameter verification failed." in r.stderr
+
+
+def test_list_prints_what_qm_list_prints(lab: LabHandle) -> None:
+    """The header and the columns of a real ``qm list`` (tests/fixtures/cluster/qm-list/), the boot disk's size."""
+    vmid = _new_vm(lab, "pve1")
+    r = lab.run("pve1", f"qm set {vmid} --scsi0 local-lvm:vm-{vmid}-disk-0,size=32G --boot 'order=scsi0;net0'")
+    assert r.rc == 0, r.stderr
+    out = lab.run("pve1", "qm list").stdout.splitlines()
+    real = (CAPTURES / "qm-list" / "ovh1-two-running.txt").read_text().splitlines()
+    assert out[0] == real[0]  # trailing spaces and all
+    rows = {r.vmid: r for r in qm_rows("\n".join(out))}
+    assert rows[vmid] == QmRow(vmid, f"vm{vmid}", "stopped", 2048, 32.0, 0)
+    assert f"{vmid:>10} vm{vmid:<18} stopped    2048              32.00 0         " in out
+    assert len(rows) == len(out) - 1

@@ -4,6 +4,7 @@ running VM until an allowed restart), qm showcmd, the driver in the booted guest
 P2P status; the unfixed VM's guest reports P2P off and the check names why."""
 
 import json
+import re
 import shlex
 
 import pytest
@@ -71,9 +72,14 @@ def test_1_host_first_then_the_running_vm_gets_pending_changes(lab):
     assert {p["key"]: p.get("pending") for p in pend}["machine"] == "q35"
 
 
-def test_2_allowed_restart_applies_and_the_guest_gets_driver_and_p2p(lab):
-    code, report = run_json("provision", "vm", "-i", str(lab.inventory), "--allow-restart")
+def test_2_allowed_restart_applies_and_the_guest_gets_driver_and_p2p(lab, tmp_path):
+    log = tmp_path / "run.log"
+    code, report = run_json("provision", "vm", "-i", str(lab.inventory), "--allow-restart", "--log", str(log))
     assert code == 0, [t.get("error") for t in report["tasks"] if t["status"] == "failed"]
+    # the installer downloaded inside the guest shows curl's bytes and rate, as on the host
+    assert task(report, "pve1", "installer cached")["status"] == "changed"
+    done = r"\[pve1/vm110\] driver download: [\d.]+ (B|KiB|MiB) downloaded, [\d.]+ (B|KiB|MiB|GiB)/s average \(\d+ s\)"
+    assert re.search(done, log.read_text()), log.read_text()
     assert task(report, "pve1", "pending changes applied")["status"] == "changed"
     proof = task(report, "pve1", "qm showcmd")
     assert proof["status"] == "ok" and "8 vfio-pci GPUs on PCIe root ports" in proof["reason"]

@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from gpuhost.core.progress import CurlMeter, LogPhases, ProgressStream, meter_row
+from gpuhost.core.progress import ByteCount, CurlMeter, LogPhases, ProgressStream, count_line, meter_row
 from gpuhost.operations.nvidia import INSTALL_PHASES
 
 CURL = Path(__file__).resolve().parents[2] / "fixtures" / "curl"
+HF = Path(__file__).resolve().parents[2] / "fixtures" / "hf"
 
 
 class Clock:
@@ -96,3 +97,33 @@ def test_installer_log_phases_each_once_with_elapsed(records):
         ("driver install (DKMS build): kernel module built", 40),
         ("driver install (DKMS build): done", 40),
     ]
+
+
+def test_a_model_download_reports_bytes_and_rate_from_hf_fetch_lines(records):
+    """hf_fetch.py's real stdout (tests/fixtures/hf/): its progress lines are progress, its JSON result is output."""
+    clock = Clock()
+    stream = ProgressStream("llm", ByteCount("model download"), clock=clock)
+    data = (HF / "fetch-48mib-shard-16mib-per-s.txt").read_bytes()
+    feed(stream, data, clock, chunk=50)
+    kept = stream.close(ok=True)
+    assert lines(records) == [
+        ("model download: started: 48.0 MiB to fetch", False),
+        ("model download: 10.0 MiB of 48.0 MiB (20%), 10.0 MiB/s", True),
+        ("model download: 20.0 MiB of 48.0 MiB (41%), 10.0 MiB/s", True),
+        ("model download: 40.0 MiB of 48.0 MiB (83%), 20.0 MiB/s", True),
+        ("model download: 48.0 MiB of 48.0 MiB (100%), 26.7 MiB/s", True),
+        ("model download: 48.0 MiB downloaded, 14.5 MiB/s average", False),
+    ]
+    assert records[-1].host == "llm" and records[-1].elapsed == pytest.approx(clock.now - 100.0)
+    assert kept.startswith('{"commit": "f107fa56a1a875a54181e01ef7f784ff81c97c7a"') and kept.count("\n") == 1
+    assert count_line("gpuhost-progress done=7 total=9 t=0.5") == (7, 9, 0.5)
+    assert count_line('{"gpuhost-progress": 1}') is None
+
+
+def test_a_model_download_cut_short_says_how_far_it_got(records):
+    """The first three lines of the same run, as the runner sees them when the command dies there."""
+    stream = ProgressStream("llm", ByteCount("model download"))
+    head = b"".join((HF / "fetch-48mib-shard-16mib-per-s.txt").read_bytes().splitlines(keepends=True)[:3])
+    stream.write(head)
+    assert stream.close(ok=False) == ""
+    assert lines(records)[-1] == ("model download: stopped after 20.0 MiB", False)

@@ -1,15 +1,22 @@
-"""nvidia_driver's download: values reach the shell only as arguments (issue #12's injection)."""
+"""nvidia_driver's download: values reach the shell only as arguments (issue #12's injection); nvidia_installer's
+download shows curl's meter."""
 
 import hashlib
+import logging
 import os
 import stat
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
 from gpuhost.connection.local import LocalConnection
+from gpuhost.core.actions import RunCommand
+from gpuhost.core.progress import CurlMeter, ProgressStream
+from gpuhost.facts import files as file_facts
 from gpuhost.operations import nvidia
-from gpuhost.operations.nvidia import CHECKSUM_MISMATCH, NvidiaDriverArgs, download_command
+from gpuhost.operations.nvidia import CHECKSUM_MISMATCH, DriverPin, NvidiaDriverArgs, NvidiaInstaller, download_command
+from tests.support.scenario import ScenarioHost
 
 PAYLOAD_URL = "https://example.invalid/NVIDIA.run?$(cd;touch${IFS}pwned)`touch${IFS}pwned2`"
 
@@ -76,3 +83,27 @@ def test_good_download_lands_and_is_reused(fake_curl, monkeypatch):
 def test_bad_urls_are_refused(url):
     with pytest.raises(ValidationError):
         NvidiaDriverArgs(version="580.95.05", url=url, sha256="a" * 64)
+
+
+def test_the_installer_cached_for_guests_downloads_with_curls_meter_shown(tmp_path, monkeypatch, caplog):
+    """nvidia_installer (the node's cache for its containers, a VM's own cache): a missing installer is fetched by
+    the real curl (from a file:// URL, as the lab serves them) and its meter becomes progress lines."""
+    monkeypatch.setattr(nvidia, "CACHE_DIR", str(tmp_path / "cache"))
+    served = os.urandom(3_000_000)
+    (tmp_path / "NVIDIA.run").write_bytes(served)
+    pin = DriverPin(version="580.95.05", url=f"file://{tmp_path}/NVIDIA.run", sha256=hashlib.sha256(served).hexdigest())
+    path = nvidia.installer_path(pin.version)
+    cached = NvidiaInstaller(pin).plan(ScenarioHost({(file_facts.exists, (path,)): True}))
+    assert not cached.changes and cached.reason == f"{path} cached"
+    plan = NvidiaInstaller(pin).plan(ScenarioHost({(file_facts.exists, (path,)): False}))
+    (action,) = plan.actions
+    assert isinstance(action, RunCommand) and action.progress == CurlMeter("driver download")
+    stream = ProgressStream("vm110", action.progress)
+    with caplog.at_level(logging.INFO, logger="gpuhost.progress"):
+        r = LocalConnection().run(action.command, check=False, stdout_sink=stream)  # type: ignore[arg-type]
+        kept = stream.close(r.exit_code == 0)
+    assert r.exit_code == 0 and kept == ""
+    said = [rec.getMessage() for rec in caplog.records]
+    assert said[0] == "driver download: started"
+    assert said[-1].startswith("driver download: 2.9 MiB downloaded, ") and said[-1].endswith("/s average")
+    assert Path(path).read_bytes() == served

@@ -24,6 +24,7 @@ import pytest
 
 from gpuhost.core.actions import RunCommand
 from gpuhost.core.operation import SkipTask
+from gpuhost.core.progress import ByteCount, count_line
 from gpuhost.core.result import CommandResult
 from gpuhost.errors import OperationFailed
 from gpuhost.facts.serve import SnapshotState, hf_snapshot
@@ -31,6 +32,7 @@ from gpuhost.lab.hfhub import server as hub
 from gpuhost.lab.pypi.seed import DEFAULT_WHEEL_CACHE, WHEEL_CACHE_ENV
 from gpuhost.lab.sglang.model import MODEL_ID, write_snapshot
 from gpuhost.operations.sglang import ModelArgs, SglangModel
+from gpuhost.tools import hf_fetch
 from tests.lab_fixtures import lab_address
 from tests.support.scenario import ScenarioHost
 
@@ -203,9 +205,13 @@ def test_download_verify_rerun_truncation_and_a_dropped_connection(
     cache, records = tmp_path / "hub", tmp_path / "rec"
     a = args_for(stand_in, cache, str(token_file), python=hf_python)
     plan = plan_on_this_machine(a, records=records)
+    assert plan.actions[0].progress == ByteCount("model download")  # type: ignore[union-attr]
     out, r = fetch(plan.actions[0], records)  # type: ignore[arg-type]
     assert r.exit_code == 0, r.stdout + r.stderr
     assert out["complete"] and out["downloaded"] and out["files"] == 14 and out["huggingface_hub"]
+    counts = [c for c in map(count_line, r.stdout.splitlines()) if c]  # the bytes in the cache, start to end
+    assert counts[0][:2] == (0, out["downloaded_bytes"]) and counts[-1][:2] == (out["downloaded_bytes"],) * 2
+    assert [c[0] for c in counts] == sorted(c[0] for c in counts)
     assert "Trying to resume download" in r.stderr  # huggingface_hub retried the cut-off files
     assert TOKEN not in r.stdout + r.stderr
     snap = Path(str(out["snapshot"]))
@@ -237,3 +243,21 @@ def test_fetch_refuses_when_the_disk_is_too_small(stand_in: Hub, hf_python: str,
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert r.exit_code == 3, r.stdout + r.stderr
     assert "bytes to download" in out["error"] and "free; nothing was downloaded" in out["error"]
+
+
+def test_the_bytes_on_disk_count_downloads_under_way_but_not_a_partial_file_left_before(tmp_path: Path) -> None:
+    """What the progress lines count, in the cache layout huggingface_hub 2.4 writes (blobs by etag, a download
+    under way as ``<etag>.<hex>.incomplete``, a partial file of an earlier process left as it was)."""
+    blobs = tmp_path / "models--nvidia--GLM-5-NVFP4" / "blobs"
+    blobs.mkdir(parents=True)
+    (blobs / "aaaa.0f3c9e21.incomplete").write_bytes(bytes(700))  # an earlier, killed run: not resumed by 2.x
+    measure = hf_fetch.OnDisk(str(tmp_path), MODEL_ID, {"aaaa": 1000, "bbbb": 50})
+    assert measure() == 0
+    (blobs / "aaaa.77d1a0b4.incomplete").write_bytes(bytes(300))  # this run's download of the same blob
+    (blobs / "bbbb").write_bytes(bytes(50))  # another one, complete
+    assert measure() == 350
+    with (blobs / "aaaa.0f3c9e21.incomplete").open("ab") as fh:  # an old partial file that grows is resumed
+        fh.write(bytes(100))
+    assert measure() == 850
+    (blobs / "aaaa").write_bytes(bytes(1000))
+    assert measure() == 1050

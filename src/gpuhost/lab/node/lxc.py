@@ -88,6 +88,8 @@ def status(vmid: int) -> dict[str, object]:
     }
     if pid:
         out["pid"] = pid
+    if conf.get("lock"):
+        out["lock"] = conf.get("lock")
     return out
 
 

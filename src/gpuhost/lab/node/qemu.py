@@ -126,6 +126,7 @@ def status(vmid: int) -> dict[str, object]:
         "cpus": int(cur.get("cores", "1")) * int(cur.get("sockets", "1")),
         "maxmem": int(cur.get("memory", "512").split(",")[0].replace("current=", "")) * 1024 * 1024,
         "uptime": 0,
+        "maxdisk": bootdisk_size(cur),
         "ha": {"managed": 0},
     }
     if pid:
@@ -138,6 +139,23 @@ def status(vmid: int) -> dict[str, object]:
         )
         out["running-qemu"] = qemu_version
     return out
+
+
+_SIZE_UNITS = {"": 1, "K": 1024, "M": 1024**2, "G": 1024**3, "T": 1024**4}
+
+
+def bootdisk_size(cur: dict[str, str]) -> int:
+    """Bytes of the first disk of the boot order that is not a CD-ROM, from its ``size=`` (qemu-server's
+    ``bootdisk_size``, the BOOTDISK column of ``qm list``); 0 without one."""
+    order = re.search(r"(?:^|,)order=([^,]+)", cur.get("boot", ""))
+    keys = order[1].split(";") if order else [cur.get("bootdisk", "")]
+    for key in keys:
+        value = cur.get(key, "")
+        if not re.fullmatch(r"(ide|sata|scsi|virtio)\d+", key) or not value or "media=cdrom" in value:
+            continue
+        m = re.search(r"(?:^|,)size=(\d+(?:\.\d+)?)([KMGT]?)(?:,|$)", value)
+        return int(float(m[1]) * _SIZE_UNITS[m[2]]) if m else 0
+    return 0
 
 
 def showcmd(vmid: int, pretty: bool = False) -> str:
@@ -310,6 +328,7 @@ def list_vms() -> list[dict[str, object]]:
                 "status": st["status"],
                 "cpus": st["cpus"],
                 "maxmem": st["maxmem"],
+                "maxdisk": st["maxdisk"],
                 "uptime": st["uptime"],
                 **({"pid": st["pid"]} if "pid" in st else {}),
             }

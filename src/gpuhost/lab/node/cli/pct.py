@@ -87,10 +87,12 @@ def _main(argv: list[str]) -> int:
         revert = [d for d in (opts.pop("revert", "") or "").split(",") if d]
         lxc.update(vmid, opts, delete, revert, authuser=ROOT, digest=opts.pop("digest", None))
         return 0
-    if cmd == "list":
-        print(f"{'VMID':<10} {'Status':<10} {'Lock':<10} Name")
-        for ct in lxc.list_cts():
-            print(f"{ct['vmid']:<10} {str(ct['status']):<10} {'':<10} {ct['name']}")
+    if cmd == "list":  # pct.pm: printf "%-10s %-10s %-12s %-20s\n", nothing at all without containers
+        cts = lxc.list_cts()
+        if cts:
+            print(f"{'VMID':<10} {'Status':<10} {'Lock':<12} {'Name':<20}")
+        for ct in cts:
+            print(f"{ct['vmid']!s:<10} {ct['status']!s:<10} {ct.get('lock', '')!s:<12} {ct['name']!s:<20}")
         return 0
     if cmd == "exec":
         p = parse(rest, usage=usage)

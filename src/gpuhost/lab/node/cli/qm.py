@@ -83,12 +83,15 @@ def _main(argv: list[str]) -> int:
         },
         usage=usage,
     )
-    if cmd == "list":
-        print(f"{'VMID':>10} {'NAME':<20} {'STATUS':<10} {'MEM(MB)':<10} {'BOOTDISK(GB)':>12} PID       ")
-        for vm in qemu.list_vms():
+    if cmd == "list":  # qm.pm: printf "%10s %-20s %-10s %-10s %12.2f %-10s\n", nothing at all without VMs
+        vms = qemu.list_vms()
+        if vms:
+            print(f"{'VMID':>10} {'NAME':<20} {'STATUS':<10} {'MEM(MB)':<10} {'BOOTDISK(GB)':>12} {'PID':<10}")
+        for vm in vms:
             print(
-                f"{vm['vmid']:>10} {str(vm['name']):<20} {str(vm['status']):<10} "
-                f"{int(vm['maxmem']) // 1048576:<10} {0:>12.2f} {vm.get('pid', 0):<10}"
+                f"{vm['vmid']!s:>10} {vm['name']!s:<20} {vm['status']!s:<10} "
+                f"{int(vm['maxmem']) // 1048576!s:<10} {float(vm.get('maxdisk', 0)) / 1024**3:>12.2f} "
+                f"{vm.get('pid', 0)!s:<10}"
             )
         return 0
     vmid = _vmid(p.positional, cmd)

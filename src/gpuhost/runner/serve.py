@@ -246,6 +246,8 @@ def verify_group(
         except GpuhostError as exc:
             report.findings.append(Finding(Level.FAIL, "reachable", t.subject, str(exc)))
     g = resolved["gateway"]
+    if g is None:  # a group without a gateway: its replicas are all there is to prove
+        return report
     url = target.probe_url(str(g["host"]), int(g["port"]))
     subject = f"{g['node']}/gateway {group}"
     model = _served_model(inventory, resolved)

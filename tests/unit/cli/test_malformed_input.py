@@ -179,6 +179,16 @@ CASES: list[tuple[str, str, str | None, list[str], str, str | None]] = [
         "inventory.yml:4",
         "groups.g.nodes",
     ),
+    (
+        "inv-multinode-member-without-serve",
+        "nodes:\n  pve1:\n    address: 127.0.0.1\n    containers:\n      200: {serve: {profile: p, host: 127.0.0.2}}\n"
+        "serving:\n  groups:\n    big:\n      replicas:\n"
+        "        - members: [{node: pve1, ctid: 200}, {node: pve1, ctid: 201}]\n",
+        PLAY_OK,
+        [],
+        "inventory.yml:11",  # the ssh line the test adds at the node's end comes before it
+        "serving.groups.big.replicas.0.members.1.ctid",
+    ),
     ("inv-yaml-syntax", "nodes:\n  pve1: {address: 127.0.0.1\n", PLAY_OK, [], "inventory.yml:", None),
     (
         "inv-alias-bomb",
@@ -411,9 +421,10 @@ def test_bad_input_exits_2_with_file_line_and_field_and_contacts_no_host(
     port = listener.port
     if inv.startswith("nodes:"):
         inv_text = inv
-        if "ssh:" not in inv and "address: 127.0.0.1\n" in inv:  # at the node's end: line numbers stay put
-            head, sep, tail = inv.partition("groups:")
-            inv_text = head + f"    ssh: {{port: {port}}}\n" + sep + tail
+        if "ssh:" not in inv and "address: 127.0.0.1\n" in inv:  # at the node's end: earlier lines stay put
+            end = re.search(r"^(?:groups|serving):", inv, re.M)
+            cut = end.start() if end else len(inv)
+            inv_text = inv[:cut] + f"    ssh: {{port: {port}}}\n" + inv[cut:]
     elif inv.startswith("NODEVARS"):
         inv_text = inventory_text(port, node_vars=inv.removeprefix("NODEVARS") + "\n")
     elif inv.startswith("groups:"):

@@ -318,6 +318,26 @@ def _replica(inventory: Inventory, rep: ReplicaRef) -> dict[str, Any]:
     return out
 
 
+def members_of(inventory: Inventory, node: str, ctid: int) -> list[tuple[str, int]]:
+    """The members of the multi-node replica the container belongs to, in rank order ([]: it belongs to none)."""
+    for group in inventory.serving.groups.values():
+        for rep in group.replicas:
+            ranks = [(m.node, m.ctid) for m in rep.members or []]
+            if (node, ctid) in ranks:
+                return ranks
+    return []
+
+
+def followers(inventory: Inventory) -> set[tuple[str, int]]:
+    """Every container that is a follower (rank >= 1) of a multi-node replica: it serves no API of its own."""
+    return {
+        (m.node, m.ctid)
+        for group in inventory.serving.groups.values()
+        for rep in group.replicas
+        for m in (rep.members or [])[1:]
+    }
+
+
 def serving_vars(inventory: Inventory) -> dict[str, Any]:
     """The serving groups as every node's ``serving`` variable: replicas with their URLs (rank 0's for a multi-node
     replica, with its members in rank order), the gateway's address (None: no gateway)."""

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import shlex
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -43,11 +42,18 @@ from gpuhost.operations.sglang import (
     TargetArgs,
     VerifyServeArgs,
 )
-from gpuhost.operations.sglang_multinode import RendezvousArgs, SglangRendezvous
 from gpuhost.operations.systemd import Systemd, SystemdArgs
 from gpuhost.roles.base import Role, RoleVars
 from gpuhost.roles.gateway import FleetGroup
-from gpuhost.roles.sglang_multinode import Member, Stage, check_container, check_replicas, member_of
+from gpuhost.roles.sglang_multinode import (
+    Member,
+    Stage,
+    check_container,
+    check_replicas,
+    member_of,
+    rendezvous_task,
+    staged,
+)
 from gpuhost.serve.facts import P2pSummary
 
 if TYPE_CHECKING:
@@ -478,49 +484,12 @@ def container_tasks(
             tags=("verify",),
         ),
     ]
-    return _staged(v.sglang_stage, m, tasks, service, proof, _rendezvous_task(launch, config, v, inside))
-
-
-def _rendezvous_task(launch: Launch, config: str, v: SglangVars, inside: Callable[[Any], InCt]) -> Task | None:
-    """Rank 0: this start listens on its rendezvous port. A follower: rank 0's rendezvous answers from here."""
-    m = launch.member
-    if m is None:
-        return None
-    mn = launch.profile.multinode
-    assert mn is not None  # checked with the variables: a replica's profile spans its members
-    ct, where = f"CT {launch.ctid}", f"{m.dist_host}:{mn.dist_init_port}"
-    rank0 = m.rank == 0
-    name = f"{ct}: hosts the rendezvous on {where}" if rank0 else f"{ct}: rank 0 ({m.rank0}) answers on {where}"
-    args = RendezvousArgs(
-        host=m.dist_host,
-        port=mn.dist_init_port,
-        config_sha256=config if rank0 else None,
-        rank0=m.rank0,
-        timeout_s=v.sglang_rendezvous_timeout if rank0 else 30.0,
-        poll_s=v.sglang_poll_interval,
-        subject=f"{ct} sglang",
+    meet = (
+        None
+        if m is None
+        else rendezvous_task(m, launch.profile, ct, config, v.sglang_rendezvous_timeout, v.sglang_poll_interval, inside)
     )
-    return task(name, inside(SglangRendezvous(args)))
-
-
-def _staged(
-    stage: Stage, m: Member | None, prepare: list[Task], service: Task, proof: list[Task], meet: Task | None
-) -> list[Task]:
-    """The container's tasks in this stage of the launch. One-node servers: everything, in stage all or serve.
-    A multi-node member: installed and configured (prepare); rank 0 started, then listening (rank0); a follower
-    started once rank 0 answers (followers); readiness and proof on rank 0 only (serve)."""
-    if m is None:
-        return [*prepare, service, *proof] if stage in ("all", "serve") else []
-    assert meet is not None
-    if stage == "prepare":
-        return prepare
-    if stage == "rank0" and m.rank == 0:
-        return [service, meet]
-    if stage == "followers" and m.rank > 0:
-        return [meet, service]
-    if stage == "serve" and m.rank == 0:
-        return proof
-    return []
+    return staged(v.sglang_stage, m, tasks, service, proof, meet)
 
 
 def _model_tasks(launch: Launch, inside: Any, v: SglangVars) -> list[Task]:

@@ -14,15 +14,20 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
+from gpuhost.core.operation import Operation
+from gpuhost.core.task import Task, task
 from gpuhost.errors import ConfigError
+from gpuhost.operations.sglang_multinode import RendezvousArgs, SglangRendezvous
 from gpuhost.roles.gateway import FleetGroup, FleetReplica
 
 if TYPE_CHECKING:
     from gpuhost.serve.profile import Profile
 
 Stage = Literal["all", "prepare", "rank0", "followers", "serve"]
+#: seconds a follower waits for rank 0's rendezvous to answer (rank 0 was seen listening in the stage before)
+FOLLOWER_REACH_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -110,3 +115,51 @@ def check_container(node: str, ctid: int, profile: Profile, member: Member | Non
             f"serving.{member.group}.replicas.{member.index}: it is launched in stages (rank 0 first, then the "
             "followers): gpuhost launch sglang, or playbooks/launch-sglang.yml"
         )
+
+
+def rendezvous_task(
+    m: Member,
+    profile: Profile,
+    ct: str,
+    config: str,
+    timeout_s: float,
+    poll_s: float,
+    inside: Callable[[Operation[Any]], Operation[Any]],
+) -> Task:
+    """Rank 0: this start listens on its rendezvous port (``config``: a stale start never counts). A follower: rank
+    0's rendezvous answers from its container (a short wait: rank 0 was seen listening in the stage before)."""
+    mn = profile.multinode
+    assert mn is not None  # checked with the variables: a replica's profile spans its members
+    where = f"{m.dist_host}:{mn.dist_init_port}"
+    rank0 = m.rank == 0
+    args = RendezvousArgs(
+        host=m.dist_host,
+        port=mn.dist_init_port,
+        config_sha256=config if rank0 else None,
+        rank0=m.rank0,
+        timeout_s=timeout_s if rank0 else FOLLOWER_REACH_S,
+        poll_s=poll_s,
+        subject=f"{ct} sglang",
+    )
+    name = f"{ct}: hosts the rendezvous on {where}" if rank0 else f"{ct}: rank 0 ({m.rank0}) answers on {where}"
+    return task(name, inside(SglangRendezvous(args)))
+
+
+def staged(
+    stage: Stage, m: Member | None, prepare: list[Task], service: Task, proof: list[Task], meet: Task | None
+) -> list[Task]:
+    """The container's tasks in this stage of the launch. One-node servers: everything, in stage all or serve.
+    A multi-node member: installed and configured (prepare); rank 0 started, then listening (rank0); a follower
+    started once rank 0 answers (followers); readiness and proof on rank 0 only (serve)."""
+    if m is None:
+        return [*prepare, service, *proof] if stage in ("all", "serve") else []
+    assert meet is not None
+    if stage == "prepare":
+        return prepare
+    if stage == "rank0" and m.rank == 0:
+        return [service, meet]
+    if stage == "followers" and m.rank > 0:
+        return [meet, service]
+    if stage == "serve" and m.rank == 0:
+        return proof
+    return []

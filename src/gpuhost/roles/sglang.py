@@ -149,7 +149,7 @@ class SglangVars(RoleVars):
                 raise ValueError(f"CT {ctid}: profile {profile.name} refused: {refusal}")
             if self.inventory_hostname and ctid in self.selected_on(self.inventory_hostname):
                 member = self.member(self.inventory_hostname, ctid)
-                check_container(self.inventory_hostname, ctid, profile, member, self.sglang_stage)
+                check_container(self.inventory_hostname, ctid, profile, member, self.sglang_stage, self.lxc_ctids)
         return self
 
     def member(self, node: str, ctid: int) -> Member | None:

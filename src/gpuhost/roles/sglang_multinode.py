@@ -101,8 +101,19 @@ def check_replicas(serving: Mapping[str, FleetGroup], group: str | None, profile
             )
 
 
-def check_container(node: str, ctid: int, profile: Profile, member: Member | None, stage: Stage) -> None:
-    """A container whose profile spans nodes is a member of a multi-node replica, launched by the staged playbook."""
+def check_container(
+    node: str, ctid: int, profile: Profile, member: Member | None, stage: Stage, ctids: list[int] | None
+) -> None:
+    """A container whose profile spans nodes is a member of a multi-node replica, launched by the staged playbook
+    with all its members (``--ctid`` names every member's container)."""
+    if member is not None and ctids:
+        left = [f"CT {m.ctid} on {m.node}" for m in member.replica.members if m.ctid not in ctids]
+        if left:
+            raise ValueError(
+                f"lxc_ctids: CT {ctid} on {node} is rank {member.rank} of the multi-node replica "
+                f"serving.{member.group}.replicas.{member.index}, launched with all its members: add --ctid for "
+                f"{', '.join(left)}"
+            )
     if profile.multinode is not None and member is None:
         raise ValueError(
             f"containers.{ctid}.serve.profile: profile {profile.name} spans {profile.multinode.nnodes} nodes "

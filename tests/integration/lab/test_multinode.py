@@ -208,10 +208,11 @@ def test_one_command_starts_rank_0_then_the_follower_and_serves_from_rank_0(pair
 
 def test_rerun_converges_with_nothing_changed(pair: LabHandle) -> None:
     before = started(pair)
-    r = gpuhost(pair, "launch", "sglang", "--group", "big", "--json")
-    assert r.returncode == 0, r.stdout + r.stderr
-    report = json.loads(r.stdout)
-    assert sum(int(h["changed"]) for h in report["hosts"].values()) == 0, r.stdout
+    for args in (("--group", "big"), ()):  # the group, and plain launch sglang (every replica the inventory lists)
+        r = gpuhost(pair, "launch", "sglang", *args, "--json")
+        assert r.returncode == 0, r.stdout + r.stderr
+        report = json.loads(r.stdout)
+        assert sum(int(h["changed"]) for h in report["hosts"].values()) == 0, r.stdout
     assert started(pair) == before
 
 

@@ -215,7 +215,16 @@ def test_a_spanning_profile_outside_a_replica_and_a_member_outside_the_stages_ar
     path = inventory()
     with pytest.raises(ValidationError, match="sglang_stage: CT 200 on pve2 is rank 1 of the multi-node replica"):
         vars_of(path, "pve2", "all")  # a playbook of its own would start it in no order
-    path.write_text(path.read_text().split("serving:")[0])  # no replica lists the containers
+    members = path.read_text()
+    path.write_text(
+        members.replace("- {node: pve2, ctid: 200}", "- {node: pve2, ctid: 202}").replace(
+            "      200:\n        serve: {profile: lab-tp2-2node, model: /srv/m, host: 10.0.0.12",
+            "      202:\n        serve: {profile: lab-tp2-2node, model: /srv/m, host: 10.0.0.12",
+        )
+    )
+    with pytest.raises(ValidationError, match="launched with all its members: add --ctid for CT 202 on pve2"):
+        vars_of(path, "pve1", "prepare", lxc_ctids=[200])  # --ctid 200 would start rank 0 without its follower
+    path.write_text(members.split("serving:")[0])  # no replica lists the containers
     with pytest.raises(ValidationError) as err:
         vars_of(path, "pve2", "serve")
     assert "containers.200.serve.profile: profile lab-tp2-2node spans 2 nodes" in str(err.value)

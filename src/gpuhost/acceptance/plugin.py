@@ -61,7 +61,7 @@ def _selection(config: pytest.Config) -> Selection | None:
     if cached is not None or not config.getoption("gpuhost_inventory", None):
         return cached
     from gpuhost.acceptance import backend
-    from gpuhost.inventory.loader import load_inventory
+    from gpuhost.inventory.loader import followers, load_inventory
 
     inv = load_inventory(config.getoption("gpuhost_inventory"))
     backend.use_inventory(inv)
@@ -75,7 +75,9 @@ def _selection(config: pytest.Config) -> Selection | None:
     vms = [(n, v) for n in names for v in inv.nodes[n].vms if not vmids or v in vmids]
     if vmids and not vms:
         raise pytest.UsageError(f"--gpuhost-vmid {', '.join(map(str, sorted(vmids)))}: no such VM")
-    servers = [(n, c) for n, c in cts if inv.nodes[n].containers[c].serve is not None]
+    # a follower of a multi-node replica serves no API: its replica is proven on rank 0
+    skip = followers(inv)
+    servers = [(n, c) for n, c in cts if inv.nodes[n].containers[c].serve is not None and (n, c) not in skip]
     sel = Selection(names, cts, vms, servers)
     config._gpuhost_selection = sel  # type: ignore[attr-defined]
     return sel

@@ -29,7 +29,9 @@ def launch_sglang(
     """Validate, install, start and prove SGLang in each container with a serve: entry.
 
     With --group, the group's replicas are launched in parallel on their nodes, then its gateway (the SGLang Model
-    Gateway, smg) is installed and started on its node and made to route to exactly those replicas.
+    Gateway, smg), if it has one, is installed and started on its node and made to route to exactly those replicas.
+    A replica over several nodes (members:) starts rank 0 first, then its followers once rank 0 listens on its
+    rendezvous; its readiness and proof come from rank 0 alone, and the gateway gets rank 0's URL.
     A running server or gateway with a changed configuration is restarted only with --allow-restart.
     Exit 0 when every server is ready and answers correctly, 1 when one fails, 2 on bad input (nothing changed).
     """

@@ -42,8 +42,13 @@ def status_command(
                 console.print(f"{r['target']}: {r['error']}", markup=False)
                 continue
             up = f"{r['uptime_s']} s" if r.get("uptime_s") is not None else "-"
+            mn = r.get("multinode") or {}
+            rank = f" (rank {mn.get('rank')} of {mn.get('nnodes')})" if mn else ""
+            if mn.get("rank"):  # a follower's /health answers 200 whatever its group's state
+                rank += f", serves no API: its replica answers on rank 0 {mn.get('rank0')}"
             console.print(
-                f"{r['target']}: unit {r['unit']}, /health {r['health'] if r['health'] is not None else 'no answer'}, "
+                f"{r['target']}{rank}: unit {r['unit']}, "
+                f"/health {r['health'] if r['health'] is not None else 'no answer'}, "
                 f"profile {r['profile'] or '-'} (SGLang {r['sglang'] or '-'}), model {r['model'] or '-'}, "
                 f"{r['url'] or '-'}, up {up}, GPU memory {r['gpu_memory_used_mib']} of "
                 f"{r['gpu_memory_total_mib']} MiB on {r['gpus']} GPUs",
@@ -82,21 +87,25 @@ def logs_command(
 
 @serve_app.command("stop")
 def stop_command(inventory: Path = InventoryOpt, limit: str | None = LimitOpt, ctid: list[int] = CtidOpt) -> None:
-    """Stop the server (systemctl stop; SGLang drains, then is killed after the unit's stop timeout)."""
+    """Stop the server (systemctl stop; SGLang drains, then is killed after the unit's stop timeout).
+
+    A replica over several nodes stops as a whole: rank 0 first (its followers end with it), then each follower."""
     from gpuhost.cli.output import console
-    from gpuhost.runner.serve import stop
+    from gpuhost.runner.serve import label, stop, whole_replicas
 
     inv, ts = _one(inventory, limit, ctid)
-    for t in ts:
-        console.print(f"{t.subject}: {stop(inv, t)}", markup=False)
+    for t in whole_replicas(inv, ts):
+        console.print(f"{label(inv, t)}: {stop(inv, t)}", markup=False)
 
 
 @serve_app.command("restart")
 def restart_command(inventory: Path = InventoryOpt, limit: str | None = LimitOpt, ctid: list[int] = CtidOpt) -> None:
-    """Restart the server with a new start marker; gpuhost launch sglang then waits for readiness and proves it."""
+    """Restart the server with a new start marker; gpuhost launch sglang then waits for readiness and proves it.
+
+    A replica over several nodes restarts as a whole: rank 0 first, then each follower (which joins it)."""
     from gpuhost.cli.output import console
-    from gpuhost.runner.serve import restart
+    from gpuhost.runner.serve import label, restart, whole_replicas
 
     inv, ts = _one(inventory, limit, ctid)
-    for t in ts:
-        console.print(f"{t.subject}: restarted ({restart(inv, t)})", markup=False)
+    for t in whole_replicas(inv, ts):
+        console.print(f"{label(inv, t)}: restarted ({restart(inv, t)})", markup=False)

@@ -11,7 +11,7 @@ from pydantic import ValidationError
 
 from gpuhost import yamlfile
 from gpuhost.errors import InventoryError
-from gpuhost.inventory.models import GroupSpec, InventoryFile, NodeSpec, ReplicaRef, ServingSpec
+from gpuhost.inventory.models import GroupSpec, InventoryFile, NodeSpec, ReplicaRef, ServeSpec, ServingSpec
 
 _SERVE_PATH_FIELDS = ("api_key_file", "hf_token_file")
 _PATH_FIELDS = {"ssh": ("key_file", "known_hosts_file", "password_file"), "api": ("token_secret_file", "ca_file")}
@@ -200,79 +200,153 @@ _UNREACHABLE = ("0.0.0.0", "::", "127.0.0.1", "localhost", "::1")
 
 
 def _check_serving(doc: InventoryFile, data: Any, path: Path) -> None:
-    """Every replica names a node's container with a serve: entry, once, at an address the gateway can reach."""
+    """Every replica names nodes' containers with a serve: entry, once; a multi-node replica's members serve one
+    profile and are in no other replica; rank 0 and the replicas are at addresses the others can reach."""
+    in_multinode: dict[tuple[str, int], str] = {}
+    for gname, group in doc.serving.groups.items():
+        for i, rep in enumerate(group.replicas):
+            for r, m in enumerate(rep.members or []):
+                in_multinode.setdefault((m.node, m.ctid), f"serving.groups.{gname}.replicas.{i} (rank {r})")
     for gname, group in doc.serving.groups.items():
         base: list[str | int] = ["serving", "groups", gname]
 
         def fail(msg: str, loc: list[str | int], fld: str, base: list[str | int] = base) -> None:
             raise InventoryError(msg, file=str(path), line=yamlfile.line_of(data, [*base, *loc]), field=fld)
 
-        if group.gateway.node not in doc.nodes:
-            fail(f"unknown node '{group.gateway.node}'", ["gateway", "node"], f"serving.groups.{gname}.gateway.node")
+        gateway = group.gateway
+        if gateway is not None and gateway.node not in doc.nodes:
+            fail(f"unknown node '{gateway.node}'", ["gateway", "node"], f"serving.groups.{gname}.gateway.node")
         seen: set[tuple[str, int]] = set()
         first_key: tuple[str | None, str | None] = (None, None)
         for i, rep in enumerate(group.replicas):
             fld = f"serving.groups.{gname}.replicas.{i}"
-            node = doc.nodes.get(rep.node)
-            if node is None:
-                fail(f"unknown node '{rep.node}'", ["replicas", i, "node"], f"{fld}.node")
-                return
-            ct = node.containers.get(rep.ctid)
-            if ct is None or ct.serve is None:
-                what = "no container" if ct is None else "a container without a serve: entry"
-                fail(f"node {rep.node} has {what} {rep.ctid}", ["replicas", i, "ctid"], f"{fld}.ctid")
-                return
-            if (rep.node, rep.ctid) in seen:
-                fail(f"CT {rep.ctid} on {rep.node} is listed twice", ["replicas", i], fld)
-            seen.add((rep.node, rep.ctid))
-            key = (ct.serve.api_key_env, ct.serve.api_key_file)
-            if i == 0:
-                first_key = key
-            elif key != first_key and not (group.gateway.api_key_env or group.gateway.api_key_file):
+            serves: list[ServeSpec] = []
+            for r, m in enumerate(rep.ranks):
+                loc: list[str | int] = ["replicas", i, "members", r] if rep.multinode else ["replicas", i]
+                mfld = f"{fld}.members.{r}" if rep.multinode else fld
+                node = doc.nodes.get(m.node)
+                if node is None:
+                    fail(f"unknown node '{m.node}'", [*loc, "node"], f"{mfld}.node")
+                    return
+                ct = node.containers.get(m.ctid)
+                if ct is None or ct.serve is None:
+                    what = "no container" if ct is None else "a container without a serve: entry"
+                    fail(f"node {m.node} has {what} {m.ctid}", [*loc, "ctid"], f"{mfld}.ctid")
+                    return
+                if (m.node, m.ctid) in seen:
+                    fail(f"CT {m.ctid} on {m.node} is listed twice", loc, mfld)
+                seen.add((m.node, m.ctid))
+                other = in_multinode.get((m.node, m.ctid))
+                if other is not None and other.rsplit(" (rank", 1)[0] != fld:
+                    fail(f"CT {m.ctid} on {m.node} is a member of the multi-node replica {other}", loc, mfld)
+                if r and ct.serve.profile != serves[0].profile:
+                    fail(
+                        f"CT {m.ctid} on {m.node} serves profile {ct.serve.profile}, rank 0 serves "
+                        f"{serves[0].profile}: the members of a multi-node replica run one profile",
+                        [*loc, "ctid"],
+                        f"{mfld}.ctid",
+                    )
+                serves.append(ct.serve)
+            rank0, lead = rep.ranks[0], serves[0]
+            if rep.multinode and rep.dist_init_host is None and (lead.host is None or lead.host in _UNREACHABLE):
                 fail(
-                    f"CT {rep.ctid} on {rep.node} has another API key source than the group's first replica: the "
-                    "gateway sends one key to every replica (give them one, or the gateway its own api_key_*)",
+                    f"the other members cannot reach rank 0 (CT {rank0.ctid} on {rank0.node}) at serve.host "
+                    f"{lead.host or '(the profile default)'}: give the replica dist_init_host: (the address they "
+                    "reach rank 0 at) or serve.host an address other hosts reach",
                     ["replicas", i],
                     fld,
                 )
-            if rep.url is None and (ct.serve.host is None or ct.serve.host in _UNREACHABLE):
+            if gateway is None:
+                continue
+            key = (lead.api_key_env, lead.api_key_file)
+            if i == 0:
+                first_key = key
+            elif key != first_key and not (gateway.api_key_env or gateway.api_key_file):
                 fail(
-                    f"the gateway cannot reach CT {rep.ctid} on {rep.node} at serve.host "
-                    f"{ct.serve.host or '(the profile default)'}: give the replica a url: or serve.host an "
+                    f"CT {rank0.ctid} on {rank0.node} has another API key source than the group's first replica: "
+                    "the gateway sends one key to every replica (give them one, or the gateway its own api_key_*)",
+                    ["replicas", i],
+                    fld,
+                )
+            if rep.url is None and (lead.host is None or lead.host in _UNREACHABLE):
+                fail(
+                    f"the gateway cannot reach CT {rank0.ctid} on {rank0.node} at serve.host "
+                    f"{lead.host or '(the profile default)'}: give the replica a url: or serve.host an "
                     "address other hosts reach",
                     ["replicas", i],
                     fld,
                 )
 
 
+def _serve_of(inventory: Inventory, node: str, ctid: int) -> ServeSpec:
+    serve = inventory.nodes[node].containers[ctid].serve
+    assert serve is not None  # validated at load
+    return serve
+
+
 def replica_url(inventory: Inventory, rep: ReplicaRef) -> str:
-    """The URL the gateway reaches a replica at (validated at load: an address other hosts reach)."""
+    """The URL the gateway reaches a replica at (rank 0's for a multi-node replica; validated at load: an address
+    other hosts reach)."""
     if rep.url:
         return rep.url
-    serve = inventory.nodes[rep.node].containers[rep.ctid].serve
-    assert serve is not None and serve.host is not None
+    lead = rep.ranks[0]
+    serve = _serve_of(inventory, lead.node, lead.ctid)
+    assert serve.host is not None
     host = f"[{serve.host}]" if ":" in serve.host else serve.host
     return f"http://{host}:{serve.port or 30000}"
 
 
 def _replica(inventory: Inventory, rep: ReplicaRef) -> dict[str, Any]:
-    serve = inventory.nodes[rep.node].containers[rep.ctid].serve
-    assert serve is not None
-    return {
-        **rep.model_dump(),
+    lead = rep.ranks[0]
+    serve = _serve_of(inventory, lead.node, lead.ctid)
+    out: dict[str, Any] = {
+        "node": lead.node,
+        "ctid": lead.ctid,
         "url": replica_url(inventory, rep),
         "profile": serve.profile,
         "api_key_env": serve.api_key_env,
         "api_key_file": serve.api_key_file,
+        "members": [],
+        "dist_init_host": None,
+    }
+    if rep.multinode:
+        out["members"] = [
+            {"node": m.node, "ctid": m.ctid, "serve": _serve_of(inventory, m.node, m.ctid).model_dump()}
+            for m in rep.ranks
+        ]
+        out["dist_init_host"] = rep.dist_init_host or serve.host
+    return out
+
+
+def members_of(inventory: Inventory, node: str, ctid: int) -> list[tuple[str, int]]:
+    """The members of the multi-node replica the container belongs to, in rank order ([]: it belongs to none)."""
+    for group in inventory.serving.groups.values():
+        for rep in group.replicas:
+            ranks = [(m.node, m.ctid) for m in rep.members or []]
+            if (node, ctid) in ranks:
+                return ranks
+    return []
+
+
+def followers(inventory: Inventory) -> set[tuple[str, int]]:
+    """Every container that is a follower (rank >= 1) of a multi-node replica: it serves no API of its own."""
+    return {
+        (m.node, m.ctid)
+        for group in inventory.serving.groups.values()
+        for rep in group.replicas
+        for m in (rep.members or [])[1:]
     }
 
 
 def serving_vars(inventory: Inventory) -> dict[str, Any]:
-    """The serving groups as every node's ``serving`` variable: replicas with their URLs, the gateway's address."""
+    """The serving groups as every node's ``serving`` variable: replicas with their URLs (rank 0's for a multi-node
+    replica, with its members in rank order), the gateway's address (None: no gateway)."""
     out: dict[str, Any] = {}
     for gname, group in inventory.serving.groups.items():
-        gw = group.gateway.model_dump()
-        gw["host"] = gw["host"] or inventory.nodes[group.gateway.node].address
+        gw: dict[str, Any] | None = None
+        if group.gateway is not None:
+            gw = group.gateway.model_dump()
+            gw["host"] = gw["host"] or inventory.nodes[group.gateway.node].address
         out[gname] = {
             "replicas": [_replica(inventory, r) for r in group.replicas],
             "gateway": gw,

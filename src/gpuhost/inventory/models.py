@@ -430,15 +430,35 @@ SMG_VERSION = "1.13.0"
 SMG_POLICIES = ("cache_aware", "round_robin", "power_of_two", "random", "least_load", "consistent_hashing")
 
 
-class ReplicaRef(_Model):
-    """One replica of a serving group: a container with a ``serve:`` entry on a node."""
+class ReplicaMember(_Model):
+    """One node of a multi-node replica: a container with a ``serve:`` entry. Its rank is its place in
+    ``members`` (the first is rank 0, which serves the API and hosts the rendezvous)."""
 
     node: str = Field(description="the node (a name under nodes:)")
     ctid: int = Field(description="the container on that node; it needs a serve: entry")
+
+
+class ReplicaRef(_Model):
+    """One replica of a serving group: a container with a ``serve:`` entry on a node (``node`` and ``ctid``), or one
+    model served by tensor parallelism across several nodes (``members``, rank order)."""
+
+    node: str | None = Field(None, description="the node (a name under nodes:); a one-node replica")
+    ctid: int | None = Field(None, description="the container on that node; it needs a serve: entry")
+    members: list[ReplicaMember] | None = Field(
+        None,
+        min_length=2,
+        description="a replica over several nodes: its containers in rank order (the first is rank 0); the "
+        "profile's multinode.nnodes must equal their number",
+    )
+    dist_init_host: str | None = Field(
+        None,
+        description="with members: the address the other members reach rank 0 at (SGLang --dist-init-addr's "
+        "host); default: rank 0's serve.host",
+    )
     url: str | None = Field(
         None,
-        description="the URL the gateway reaches this replica at (http://HOST:PORT); default: the serve: entry's "
-        "host and port",
+        description="the URL the gateway reaches this replica at (http://HOST:PORT; rank 0's with members); "
+        "default: the serve: entry's host and port",
     )
 
     @field_validator("url")
@@ -447,6 +467,34 @@ class ReplicaRef(_Model):
         if v is not None and not re.match(r"^http://[A-Za-z0-9.\-\[\]:]+:\d{1,5}$", v):
             raise ValueError("must be http://HOST:PORT")
         return v
+
+    @field_validator("dist_init_host")
+    @classmethod
+    def _dist_host(cls, v: str | None) -> str | None:
+        return None if v is None else host_address(v)
+
+    @model_validator(mode="after")
+    def _one_form(self) -> ReplicaRef:
+        if self.members is None:
+            if self.node is None or self.ctid is None:
+                raise ValueError("give node and ctid, or members (one replica over several nodes)")
+            if self.dist_init_host is not None:
+                raise ValueError("dist_init_host belongs to a replica with members")
+        elif self.node is not None or self.ctid is not None:
+            raise ValueError("give node and ctid, or members, not both")
+        return self
+
+    @property
+    def ranks(self) -> list[ReplicaMember]:
+        """The replica's containers in rank order (one for a one-node replica)."""
+        if self.members is not None:
+            return list(self.members)
+        assert self.node is not None and self.ctid is not None
+        return [ReplicaMember(node=self.node, ctid=self.ctid)]
+
+    @property
+    def multinode(self) -> bool:
+        return self.members is not None
 
 
 class GatewayHealth(_Model):
@@ -508,10 +556,11 @@ class GatewaySpec(_Model):
 
 
 class ServingGroup(_Model):
-    """Replicas of one model on several nodes behind one gateway (``gpuhost launch sglang --group NAME``)."""
+    """Replicas of one model on several nodes behind one gateway (``gpuhost launch sglang --group NAME``); without
+    a gateway the group's replicas are launched on their own (e.g. one replica over several nodes)."""
 
     replicas: list[ReplicaRef] = Field(description="the group's replicas (at least one)", min_length=1)
-    gateway: GatewaySpec = Field(description="the gateway in front of the replicas")
+    gateway: GatewaySpec | None = Field(None, description="the gateway in front of the replicas (None: no gateway)")
 
 
 class ServingSpec(_Model):

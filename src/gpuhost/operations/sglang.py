@@ -278,6 +278,7 @@ class ReadyArgs(Args):
     poll_s: float = Field(default=2.0, description="seconds between polls")
     fallback: str | None = Field(default=None, description="the profile suggested when capture hangs")
     subject: str = Field(default="sglang", description="subject of the findings (the target's name)")
+    note: str = Field(default="", description="said with a timeout (a multi-node replica: who rank 0 waits for)")
 
 
 #: seconds a crash's traceback gets to reach the journal after its first fatal line
@@ -286,18 +287,18 @@ CRASH_GRACE_S = 2.0
 GENERIC_CRASHES = ("scheduler-crashed", "warmup-failed", "nccl-timeout", "health-check-failed", "python-traceback")
 
 
-def _crash_text(subject: str, scanner: LogScanner, seconds: float) -> str:
+def crash_text(subject: str, scanner: LogScanner, seconds: float) -> str:
     fatal = [h for h in scanner.report() if h.fatal]
     specific = [h for h in fatal if h.signature not in GENERIC_CRASHES] or fatal
     f = specific[0].finding
     also = [h.finding.check for h in fatal if h is not specific[0]]
     return (
-        f"{subject} crashed while starting ({PHASE_WORDS[scanner.phases.state.phase]}, {_elapsed(seconds)}): "
+        f"{subject} crashed while starting ({PHASE_WORDS[scanner.phases.state.phase]}, {elapsed(seconds)}): "
         f"{f.message}; cause: {f.cause}; fix: {f.fix}" + (f" (also seen: {', '.join(also)})" if also else "")
     )
 
 
-def _elapsed(seconds: float) -> str:
+def elapsed(seconds: float) -> str:
     return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.1f} min"
 
 
@@ -311,7 +312,7 @@ class SglangReady(Operation[ReadyArgs]):
     def plan(self, host: HostContext) -> Plan:
         a = self.args
         if host.check:
-            raise SkipTask(f"check mode: would wait up to {_elapsed(a.timeout_s)} for {a.url}/health")
+            raise SkipTask(f"check mode: would wait up to {elapsed(a.timeout_s)} for {a.url}/health")
         state = host.fact(serve_service, 0)
         if state.launched.get("config_sha256") != a.config_sha256:
             raise SkipTask("not waited for: the server runs an older configuration (restart pending)")
@@ -352,7 +353,7 @@ class SglangReady(Operation[ReadyArgs]):
                 # traceback follows: give it one more poll, then name the most specific signature
                 fatal_since = fatal_since or now
                 if now - fatal_since >= CRASH_GRACE_S or watch.active in ("failed", "inactive"):
-                    raise OperationFailed(_crash_text(a.subject, scanner, now - start))
+                    raise OperationFailed(crash_text(a.subject, scanner, now - start))
             st = scanner.phases.state
             if shown != st.phase:
                 shown, phase_since, last_report = st.phase, now, now
@@ -362,13 +363,13 @@ class SglangReady(Operation[ReadyArgs]):
                 report(
                     host.name,
                     f"{a.subject} readiness",
-                    f"{PHASE_WORDS[st.phase]} for {_elapsed(now - phase_since)}",
+                    f"{PHASE_WORDS[st.phase]} for {elapsed(now - phase_since)}",
                     now - start,
                     update=True,
                 )
             if lines is not None and watch.health == 200 and st.ready_lines > 0:
                 kv = f", KV {st.kv_tokens} tokens" if st.kv_tokens else ""
-                return nothing(f"ready after {_elapsed(now - start)}{kv}, {st.graph_captures_done} graph captures")
+                return nothing(f"ready after {elapsed(now - start)}{kv}, {st.graph_captures_done} graph captures")
             if fatal_since is not None:
                 time.sleep(a.poll_s)
                 continue
@@ -386,8 +387,9 @@ class SglangReady(Operation[ReadyArgs]):
                 capture_since = None
             if now - start > a.timeout_s:
                 raise OperationFailed(
-                    f"{a.subject} not ready after {_elapsed(a.timeout_s)} (phase: {PHASE_WORDS[st.phase]}, "
+                    f"{a.subject} not ready after {elapsed(a.timeout_s)} (phase: {PHASE_WORDS[st.phase]}, "
                     f"/health {watch.health if watch.health is not None else 'no answer'}); gpuhost serve logs"
+                    + (f"; {a.note}" if a.note else "")
                 )
             time.sleep(a.poll_s)
 
@@ -398,8 +400,8 @@ class SglangReady(Operation[ReadyArgs]):
             else "a profile with --cuda-graph-backend-decode breakable or disabled"
         )
         message = (
-            f"CUDA graph capture hang: a capture began {_elapsed(seconds)} ago and did not end "
-            f"(bound {_elapsed(a.capture_timeout_s)}); the server was stopped. Fix: {fix}"
+            f"CUDA graph capture hang: a capture began {elapsed(seconds)} ago and did not end "
+            f"(bound {elapsed(a.capture_timeout_s)}); the server was stopped. Fix: {fix}"
         )
         report(host_name, f"{a.subject} readiness", message)
         return Plan(

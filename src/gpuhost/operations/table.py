@@ -37,6 +37,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "sglang_env_file": ("gpuhost.operations.sglang", "SecretEnvFile"),
     "sglang_model": ("gpuhost.operations.sglang", "SglangModel"),
     "sglang_ready": ("gpuhost.operations.sglang", "SglangReady"),
+    "sglang_rendezvous": ("gpuhost.operations.sglang_multinode", "SglangRendezvous"),
     "sglang_service": ("gpuhost.operations.sglang", "SglangService"),
     "sglang_target": ("gpuhost.operations.sglang", "SglangTarget"),
     "sglang_verify": ("gpuhost.operations.sglang", "SglangVerify"),

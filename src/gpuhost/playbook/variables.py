@@ -62,7 +62,8 @@ def merge(layers: Iterable[Layer]) -> MergedVars:
     return out
 
 
-_FIELD_PREFIX = re.compile(r"^(?:Value error, )?(?P<field>[a-z_][a-z0-9_]*): (?P<msg>.*)$", re.S)
+#: a model-level rule's message names the variable it is about, or a path into it (``containers.200.serve``)
+_FIELD_PREFIX = re.compile(r"^(?:Value error, )?(?P<field>[a-z_][a-z0-9_]*(?:\.[A-Za-z0-9_-]+)*): (?P<msg>.*)$", re.S)
 
 
 def validate_role_vars(model: type[RoleVars], merged: MergedVars, *, role: str, fallback: Origin) -> RoleVars:
@@ -74,11 +75,13 @@ def validate_role_vars(model: type[RoleVars], merged: MergedVars, *, role: str, 
         first = errors[0]
         loc = [p for p in first["loc"] if not (isinstance(p, str) and "[" in p)]
         msg = str(first["msg"])
+        path = False
         if not loc:
-            # a model-level rule: "FIELD: message" names the field it is about
+            # a model-level rule: "FIELD: message" (or "FIELD.KEY.0: message") names what it is about
             m = _FIELD_PREFIX.match(msg)
             if m:
-                loc, msg = [m.group("field")], m.group("msg")
+                loc = [int(p) if p.isdigit() else p for p in m.group("field").split(".")]
+                msg, path = m.group("msg"), len(loc) > 1
             else:
                 msg = msg.removeprefix("Value error, ")
         elif first["type"] == "value_error":
@@ -88,4 +91,6 @@ def validate_role_vars(model: type[RoleVars], merged: MergedVars, *, role: str, 
         where = origin or fallback
         line = where.line([str(p) if not isinstance(p, int) else p for p in loc[1:]]) if origin else where.line()
         field_name = ".".join(str(p) for p in loc) if loc else None
+        if path and origin is not None and origin.data is not None:  # the path as written in its document
+            field_name = ".".join(str(p) for p in (*origin.loc, *loc[1:]))
         raise ConfigError(f"{msg} (variable of role {role})", file=where.file, line=line, field=field_name) from None

@@ -45,20 +45,39 @@ TOOLS_VENV = "/opt/gpuhost/sglang/tools"
 PYPI = "https://pypi.org/simple"
 
 
-class FleetReplica(BaseModel):
-    """A replica as the inventory loader resolved it (``serving.groups.G.replicas``)."""
+class FleetMember(BaseModel):
+    """One member of a multi-node replica as the loader resolved it, in rank order."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
     node: str = Field(description="the node")
     ctid: int = Field(description="the container")
-    url: str = Field(description="where the gateway reaches it")
+    serve: dict[str, Any] = Field(default_factory=dict, description="its serve: entry (what it runs)")
+
+
+class FleetReplica(BaseModel):
+    """A replica as the inventory loader resolved it (``serving.groups.G.replicas``): ``node``/``ctid`` are rank 0's
+    for a multi-node replica."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    node: str = Field(description="the node (rank 0's)")
+    ctid: int = Field(description="the container (rank 0's)")
+    url: str = Field(description="where the gateway reaches it (rank 0)")
     profile: str = Field(description="its serve: entry's profile")
     api_key_env: str | None = Field(None, description="its API key's environment variable")
     api_key_file: str | None = Field(None, description="its API key's file")
+    members: list[FleetMember] = Field(default_factory=list, description="a multi-node replica's members by rank")
+    dist_init_host: str | None = Field(None, description="where the members reach rank 0 (--dist-init-addr)")
 
     @property
     def name(self) -> str:
         return f"{self.node}/CT {self.ctid}"
+
+    def rank_of(self, node: str, ctid: int) -> int | None:
+        """The member's rank in this multi-node replica (None: not a member)."""
+        for r, m in enumerate(self.members):
+            if (m.node, m.ctid) == (node, ctid):
+                return r
+        return None
 
 
 class FleetGateway(BaseModel):
@@ -80,7 +99,7 @@ class FleetGateway(BaseModel):
 class FleetGroup(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
     replicas: list[FleetReplica] = Field(description="the replicas")
-    gateway: FleetGateway = Field(description="the gateway")
+    gateway: FleetGateway | None = Field(None, description="the gateway (None: the replicas on their own)")
 
 
 class GatewayVars(RoleVars):
@@ -155,6 +174,7 @@ def _api_key(name: str, group: FleetGroup) -> str | None:
     from gpuhost.secrets import read_secret
 
     g, r = group.gateway, group.replicas[0]
+    assert g is not None
     if g.api_key_env or g.api_key_file:
         return read_secret(f"serving group {name}: gateway API key", env=g.api_key_env, file=g.api_key_file)
     return read_secret(f"serving group {name}: API key of {r.name}", env=r.api_key_env, file=r.api_key_file)
@@ -162,6 +182,7 @@ def _api_key(name: str, group: FleetGroup) -> str | None:
 
 def template_vars(name: str, group: FleetGroup, v: GatewayVars, api_key: str | None) -> dict[str, Any]:
     g = group.gateway
+    assert g is not None
     return {
         "smg": {
             "group": name,
@@ -183,6 +204,7 @@ def template_vars(name: str, group: FleetGroup, v: GatewayVars, api_key: str | N
 
 def gateway_tasks(host: HostContext, name: str, group: FleetGroup, v: GatewayVars) -> list[Task]:
     g = group.gateway
+    assert g is not None
     key = _api_key(name, group)
     shown = template_vars(name, group, v, "<secret>" if key else None)
     env_text = host.render_template(ENV_TEMPLATE, template_vars(name, group, v, key))
@@ -267,7 +289,7 @@ class SmgGateway(Role[GatewayVars]):
 
     def tasks(self, host: HostContext, v: GatewayVars) -> list[Task]:
         group = v.group()
-        if group is None or group.gateway.node != host.name:
+        if group is None or group.gateway is None or group.gateway.node != host.name:
             return []
         assert v.sglang_group is not None
         return gateway_tasks(host, v.sglang_group, group, v)

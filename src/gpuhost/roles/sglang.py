@@ -45,6 +45,15 @@ from gpuhost.operations.sglang import (
 from gpuhost.operations.systemd import Systemd, SystemdArgs
 from gpuhost.roles.base import Role, RoleVars
 from gpuhost.roles.gateway import FleetGroup
+from gpuhost.roles.sglang_multinode import (
+    Member,
+    Stage,
+    check_container,
+    check_replicas,
+    member_of,
+    rendezvous_task,
+    staged,
+)
 from gpuhost.serve.facts import P2pSummary
 
 if TYPE_CHECKING:
@@ -100,6 +109,16 @@ class SglangVars(RoleVars):
         description="the Hugging Face cache on the target a repo id is downloaded to (the server's HF_HUB_CACHE)",
     )
     sglang_download_timeout: float = Field(86400.0, gt=0, description="seconds the model download may take")
+    sglang_stage: Stage = Field(
+        "all",
+        description="which part of the launch this play runs: all (one-node servers only), or the staged launch "
+        "of multi-node replicas: prepare (members installed), rank0 (rank 0 started and listening), followers "
+        "(each follower started once it reaches rank 0), serve (one-node servers; readiness and proof on rank 0)",
+    )
+    sglang_rendezvous_timeout: float = Field(
+        900.0, gt=0, description="seconds rank 0 may take after its start to listen on its rendezvous port"
+    )
+    inventory_hostname: str = Field("", description="the node these variables are for (set by the runner)")
 
     @model_validator(mode="after")
     def _consistent(self) -> SglangVars:
@@ -119,6 +138,7 @@ class SglangVars(RoleVars):
         for ctid in self.lxc_ctids or ():
             if self.containers[ctid].serve is None:
                 raise ValueError(f"lxc_ctids: CT {ctid} has no serve: entry in the inventory")
+        check_replicas(self.serving, self.sglang_group, lambda name: self.profile_for_name(name))
         for ctid, serve in self.selected().items():
             try:
                 profile = self.profile_for(serve)
@@ -127,7 +147,14 @@ class SglangVars(RoleVars):
             refusal = _refusal(profile)
             if refusal:
                 raise ValueError(f"CT {ctid}: profile {profile.name} refused: {refusal}")
+            if self.inventory_hostname and ctid in self.selected_on(self.inventory_hostname):
+                member = self.member(self.inventory_hostname, ctid)
+                check_container(self.inventory_hostname, ctid, profile, member, self.sglang_stage, self.lxc_ctids)
         return self
+
+    def member(self, node: str, ctid: int) -> Member | None:
+        """The container's place in a multi-node replica (of --group's, or of any group), None: a one-node server."""
+        return member_of(self.serving, self.sglang_group, node, ctid)
 
     def selected(self) -> dict[int, ServeSpec]:
         out = {}
@@ -141,16 +168,25 @@ class SglangVars(RoleVars):
         chosen = self.selected()
         if self.sglang_group is None:
             return chosen
-        mine = {r.ctid for r in self.serving[self.sglang_group].replicas if r.node == node}
+        mine = {
+            ctid
+            for r in self.serving[self.sglang_group].replicas
+            for n, ctid in ([(m.node, m.ctid) for m in r.members] or [(r.node, r.ctid)])
+            if n == node
+        }
         return {ctid: serve for ctid, serve in chosen.items() if ctid in mine}
 
     def profile_name(self, serve: ServeSpec) -> str:
         return self.sglang_profile or serve.profile
 
     def profile_for(self, serve: ServeSpec) -> Profile:
+        return self.profile_for_name(serve.profile)
+
+    def profile_for_name(self, name: str) -> Profile:
+        """The profile a serve: entry naming ``name`` runs (--profile wins)."""
         from gpuhost.serve.profile import get_profile
 
-        return get_profile(self.profile_name(serve), [Path(d) for d in self.sglang_profile_dirs])
+        return get_profile(self.sglang_profile or name, [Path(d) for d in self.sglang_profile_dirs])
 
 
 def _refusal(profile: Profile) -> str:
@@ -209,12 +245,13 @@ def _executable(entry: str, venv: str) -> str:
 class Launch:
     """Everything one container's start is made of, computed once from the variables (no host needed)."""
 
-    def __init__(self, ctid: int, serve: ServeSpec, v: SglangVars) -> None:
+    def __init__(self, ctid: int, serve: ServeSpec, v: SglangVars, member: Member | None = None) -> None:
         from gpuhost.secrets import read_secret
         from gpuhost.serve.command import render
+        from gpuhost.serve.multinode import render_rank
 
         profile = v.profile_for(serve)
-        self.ctid, self.serve, self.profile = ctid, serve, profile
+        self.ctid, self.serve, self.profile, self.member = ctid, serve, profile, member
         self.venv = target.venv_dir(profile.name)
         self.model = serve.model or profile.model
         flags = dict(profile.flags)
@@ -228,7 +265,12 @@ class Launch:
         if self.repo and serve.model_revision:
             flags["--revision"] = serve.model_revision
         shaped = profile.model_copy(update={"model": self.model, "flags": flags})
-        cmd = render(shaped, v.sglang_p2p)
+        # a member of a multi-node replica: the same command on every node but its --node-rank, rank 0's address
+        cmd = (
+            render(shaped, v.sglang_p2p)
+            if member is None
+            else render_rank(shaped, member.rank, member.dist_host, v.sglang_p2p)
+        )
         argv = [_executable(cmd.argv[0], self.venv), *cmd.argv[1:]]
         self.argv = argv
         self.argv_sha256 = hashlib.sha256("\0".join(argv).encode()).hexdigest()
@@ -287,15 +329,18 @@ class Launch:
         }
 
 
-def container_tasks(host: HostContext, ctid: int, serve: ServeSpec, v: SglangVars) -> list[Task]:
-    launch = Launch(ctid, serve, v)
+def container_tasks(
+    host: HostContext, ctid: int, serve: ServeSpec, v: SglangVars, member: Member | None = None
+) -> list[Task]:
+    launch = Launch(ctid, serve, v, member)
     p = launch.profile
     ct = f"CT {ctid}"
     tv = launch.template_vars(secret=False)
     env_text = host.render_template(ENV_TEMPLATE, launch.template_vars(secret=True))
     unit_text = host.render_template(UNIT_TEMPLATE, tv)
     script_text = host.render_template(LAUNCH_TEMPLATE, tv)
-    config = target.config_sha256([unit_text, env_text, script_text, *launch.pins])
+    group = [member.token()] if member is not None else []  # a multi-node replica restarts as a whole
+    config = target.config_sha256([unit_text, env_text, script_text, *launch.pins, *group])
     install = target.install_script(p.name)
     dirs = [str(Path(install).parent), str(Path(target.ENV_FILE).parent), target.STATE_DIR]
 
@@ -384,25 +429,23 @@ def container_tasks(host: HostContext, ctid: int, serve: ServeSpec, v: SglangVar
             inside(Template(TemplateArgs(src=UNIT_TEMPLATE, dest=target.UNIT_FILE, mode="0644", vars=tv))),
         ),
         task(f"{ct}: {target.UNIT} enabled", inside(Systemd(SystemdArgs(unit=target.UNIT, enabled=True)))),
-        task(
-            f"{ct}: server running profile {p.name}",
-            inside(
-                SglangService(
-                    ServiceArgs(
-                        config_sha256=config,
-                        profile=p.name,
-                        launched={
-                            "model": launch.model,
-                            "url": launch.url,
-                            "served_model": launch.served_model,
-                            "argv_sha256": launch.argv_sha256,
-                            "sglang": p.pins.sglang,
-                            "expect": launch.expect,
-                        },
-                    )
-                )
-            ),
-        ),
+    ]
+    m = launch.member
+    launched: dict[str, Any] = {
+        "model": launch.model,
+        "url": launch.url,
+        "served_model": launch.served_model,
+        "argv_sha256": launch.argv_sha256,
+        "sglang": p.pins.sglang,
+        "expect": launch.expect,
+    }
+    if m is not None:
+        launched["multinode"] = {"rank": m.rank, "nnodes": m.nnodes, "rank0": m.rank0, "group": m.group}
+    service = task(
+        f"{ct}: server running profile {p.name}" + (f" (rank {m.rank} of {m.nnodes})" if m else ""),
+        inside(SglangService(ServiceArgs(config_sha256=config, profile=p.name, launched=launched))),
+    )
+    proof = [
         task(
             f"{ct}: ready ({launch.url}/health)",
             inside(
@@ -415,6 +458,11 @@ def container_tasks(host: HostContext, ctid: int, serve: ServeSpec, v: SglangVar
                         poll_s=v.sglang_poll_interval,
                         fallback=_fallback(p, v),
                         subject=f"{ct} sglang",
+                        note=(
+                            f"rank 0 is ready only once every follower ({', '.join(m.followers)}) joined it"
+                            if m
+                            else ""
+                        ),
                     )
                 )
             ),
@@ -436,7 +484,12 @@ def container_tasks(host: HostContext, ctid: int, serve: ServeSpec, v: SglangVar
             tags=("verify",),
         ),
     ]
-    return tasks
+    meet = (
+        None
+        if m is None
+        else rendezvous_task(m, launch.profile, ct, config, v.sglang_rendezvous_timeout, v.sglang_poll_interval, inside)
+    )
+    return staged(v.sglang_stage, m, tasks, service, proof, meet)
 
 
 def _model_tasks(launch: Launch, inside: Any, v: SglangVars) -> list[Task]:
@@ -520,5 +573,5 @@ class Sglang(Role[SglangVars]):
     def tasks(self, host: HostContext, v: SglangVars) -> list[Task]:
         out: list[Task] = []
         for ctid, serve in v.selected_on(host.name).items():
-            out += container_tasks(host, ctid, serve, v)
+            out += container_tasks(host, ctid, serve, v, v.member(host.name, ctid))
         return out

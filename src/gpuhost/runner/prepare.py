@@ -105,7 +105,9 @@ def _layers(play: Play, inventory: Inventory, host: str, extra: Layer) -> list[L
         vms = {vmid: v.model_dump() for vmid, v in spec.vms.items()}
         layers.append(Layer({"vms": vms}, {"vms": Origin(path, doc, ("nodes", host, "vms"))}))
     if inventory.serving.groups:
-        layers.append(Layer({"serving": serving_vars(inventory)}, {"serving": Origin(path, doc, ("serving",))}))
+        # the variable's keys are the group names: its origin is serving.groups, so a path into it is the document's
+        origin = Origin(path, doc, ("serving", "groups"))
+        layers.append(Layer({"serving": serving_vars(inventory)}, {"serving": origin}))
     layers += [ref.vars for ref in play.roles]
     return [*layers, play.vars, extra]
 
@@ -136,7 +138,8 @@ def _prepare_host(play: Play, inventory: Inventory, host: str, extra: Layer, tem
     merged = merge(_layers(play, inventory, host, extra))
     node = inventory.nodes[host].model_dump()
     variables = _render_vars(merged, templates, host, node)
-    rendered = MergedVars(variables, merged.origins)
+    # roles also learn which node their variables are for (it is not a variable anyone sets)
+    rendered = MergedVars({**variables, "inventory_hostname": host}, merged.origins)
     hp = HostPlay(vars=variables)
     for ref in play.roles:
         hp.roles.append(_role_run(ref, rendered, templates))

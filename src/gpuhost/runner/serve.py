@@ -146,6 +146,7 @@ def status(
                 gpu_memory_total_mib=sum(g.memory_total_mib or 0 for g in gpus),
                 gpus=len(gpus),
                 start_token=token,
+                multinode=launched.get("multinode"),
             )
         except GpuhostError as exc:
             row["error"] = str(exc)
@@ -167,6 +168,30 @@ def logs(
         text = ct.run(journal_command(), check=False).stdout
     out = text.splitlines() if whole or token is None else (target.lines_of_start(text, token) or [])
     return out[-lines:] if lines else out
+
+
+def whole_replicas(inventory: Inventory, ts: list[ServeTarget]) -> list[ServeTarget]:
+    """The targets with each multi-node replica they touch made whole, in rank order: stopping rank 0 stops its group
+    (its followers end with it), and a restart starts rank 0 before its followers."""
+    from gpuhost.inventory.loader import members_of
+
+    out: list[ServeTarget] = []
+    for t in ts:
+        for node, ctid in members_of(inventory, t.node, t.ctid) or [(t.node, t.ctid)]:
+            if ServeTarget(node, ctid) not in out:
+                out.append(ServeTarget(node, ctid))
+    return out
+
+
+def label(inventory: Inventory, t: ServeTarget) -> str:
+    """``node/CT id``, with its rank for a member of a multi-node replica."""
+    from gpuhost.inventory.loader import members_of
+
+    members = members_of(inventory, t.node, t.ctid)
+    if not members:
+        return t.subject
+    rank = members.index((t.node, t.ctid))
+    return f"{t.subject} (rank {rank} of {len(members)})"
 
 
 def stop(inventory: Inventory, t: ServeTarget, connect: Callable[[NodeSpec], Connection] = open_connection) -> str:
@@ -246,6 +271,8 @@ def verify_group(
         except GpuhostError as exc:
             report.findings.append(Finding(Level.FAIL, "reachable", t.subject, str(exc)))
     g = resolved["gateway"]
+    if g is None:  # a group without a gateway: its replicas are all there is to prove
+        return report
     url = target.probe_url(str(g["host"]), int(g["port"]))
     subject = f"{g['node']}/gateway {group}"
     model = _served_model(inventory, resolved)

@@ -179,6 +179,16 @@ CASES: list[tuple[str, str, str | None, list[str], str, str | None]] = [
         "inventory.yml:4",
         "groups.g.nodes",
     ),
+    (
+        "inv-multinode-member-without-serve",
+        "nodes:\n  pve1:\n    address: 127.0.0.1\n    containers:\n      200: {serve: {profile: p, host: 127.0.0.2}}\n"
+        "serving:\n  groups:\n    big:\n      replicas:\n"
+        "        - members: [{node: pve1, ctid: 200}, {node: pve1, ctid: 201}]\n",
+        PLAY_OK,
+        [],
+        "inventory.yml:11",  # the ssh line the test adds at the node's end comes before it
+        "serving.groups.big.replicas.0.members.1.ctid",
+    ),
     ("inv-yaml-syntax", "nodes:\n  pve1: {address: 127.0.0.1\n", PLAY_OK, [], "inventory.yml:", None),
     (
         "inv-alias-bomb",
@@ -411,9 +421,10 @@ def test_bad_input_exits_2_with_file_line_and_field_and_contacts_no_host(
     port = listener.port
     if inv.startswith("nodes:"):
         inv_text = inv
-        if "ssh:" not in inv and "address: 127.0.0.1\n" in inv:  # at the node's end: line numbers stay put
-            head, sep, tail = inv.partition("groups:")
-            inv_text = head + f"    ssh: {{port: {port}}}\n" + sep + tail
+        if "ssh:" not in inv and "address: 127.0.0.1\n" in inv:  # at the node's end: earlier lines stay put
+            end = re.search(r"^(?:groups|serving):", inv, re.M)
+            cut = end.start() if end else len(inv)
+            inv_text = inv[:cut] + f"    ssh: {{port: {port}}}\n" + inv[cut:]
     elif inv.startswith("NODEVARS"):
         inv_text = inventory_text(port, node_vars=inv.removeprefix("NODEVARS") + "\n")
     elif inv.startswith("groups:"):
@@ -438,6 +449,39 @@ def test_bad_input_exits_2_with_file_line_and_field_and_contacts_no_host(
         assert f"field '{field}" in output, output
     assert TOKEN_VALUE not in output
     assert "hunter2" not in output
+
+
+MULTINODE_PROFILE = """\
+profiles:
+  - name: tp2-2node
+    pins: {sglang: "0.5.23", transformers: "5.19.0", cuda: 13}
+    model: nvidia/GLM-5-NVFP4
+    model_type: glm_moe_dsa
+    architectures: [sm120]
+    gpus: 1
+    tp_size: 2
+    multinode: {nnodes: 3, socket_ifname: lo}
+"""
+
+
+def test_a_multinode_replica_its_profile_does_not_span_is_refused_before_any_host(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], listener: Listener
+) -> None:
+    profiles = _write(tmp_path, "profiles.yml", MULTINODE_PROFILE)
+    serve = "{serve: {profile: tp2-2node, model: /srv/m, host: 127.0.0.2}}"
+    inv = inventory_text(
+        listener.port,
+        top=f"vars: {{sglang_profile_dirs: [{profiles}]}}\n",
+        node_extra=f"    containers:\n      200: {serve}\n      201: {serve}\n",
+    ) + (
+        "serving:\n  groups:\n    big:\n      replicas:\n        - members: [{node: pve1, ctid: 200}, {node: pve1, ctid: 201}]\n"
+    )
+    before = listener.accepted
+    code, output = _run(capsys, ["launch", "sglang", "-i", str(_write(tmp_path, "inventory.yml", inv))])
+    assert code == 2, output
+    assert "inventory.yml:13" in output and "field 'serving.groups.big.replicas.0.members'" in output, output
+    assert "profile tp2-2node has multinode.nnodes 3, the replica has 2 members" in output
+    assert listener.accepted == before and "Traceback" not in output
 
 
 def test_ctid_not_in_inventory_is_refused_before_any_host(

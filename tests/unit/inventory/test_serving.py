@@ -72,3 +72,75 @@ def test_an_unreachable_replica_may_name_its_url(tmp_path: Path) -> None:
     )
     g = serving_vars(load_inventory(write(tmp_path, text)))["glm5"]
     assert g["replicas"][1]["url"] == "http://10.0.0.12:30000"
+
+
+MULTI = """\
+nodes:
+  pve1:
+    address: 10.0.0.1
+    containers:
+      200:
+        serve: {profile: glm5-tp16-2node, host: 10.0.0.11, api_key_file: key}
+  pve2:
+    address: 10.0.0.2
+    containers:
+      200:
+        serve: {profile: glm5-tp16-2node, host: 10.0.0.12, api_key_file: key}
+      201:
+        serve: {profile: glm5-nvfp4-tp8-sm120, host: 10.0.0.13, api_key_file: key}
+serving:
+  groups:
+    big:
+      replicas:
+        - members:
+            - {node: pve1, ctid: 200}
+            - {node: pve2, ctid: 200}
+"""
+
+
+def test_a_multi_node_replica_resolves_its_members_in_rank_order_and_needs_no_gateway(tmp_path: Path) -> None:
+    g = serving_vars(load_inventory(write(tmp_path, MULTI)))["big"]
+    assert g["gateway"] is None
+    (rep,) = g["replicas"]
+    assert (rep["node"], rep["ctid"], rep["url"]) == ("pve1", 200, "http://10.0.0.11:30000")  # rank 0 serves the API
+    assert [(m["node"], m["ctid"]) for m in rep["members"]] == [("pve1", 200), ("pve2", 200)]
+    assert rep["dist_init_host"] == "10.0.0.11" and rep["members"][1]["serve"]["host"] == "10.0.0.12"
+    named = MULTI.replace("        - members:", "        - dist_init_host: 10.9.9.1\n          members:")
+    assert serving_vars(load_inventory(write(tmp_path, named)))["big"]["replicas"][0]["dist_init_host"] == "10.9.9.1"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message", "line", "field"),
+    [
+        ("- {node: pve2, ctid: 200}", "- {node: pve3, ctid: 200}", "unknown node 'pve3'", 20, "members.1.node"),
+        ("- {node: pve2, ctid: 200}", "- {node: pve2, ctid: 202}", "has no container 202", 20, "members.1.ctid"),
+        ("- {node: pve2, ctid: 200}", "- {node: pve1, ctid: 200}", "listed twice", 20, "members.1"),
+        (
+            "- {node: pve2, ctid: 200}",
+            "- {node: pve2, ctid: 201}",
+            "serves profile glm5-nvfp4-tp8-sm120, rank 0 serves glm5-tp16-2node",
+            20,
+            "members.1.ctid",
+        ),
+        ("            - {node: pve2, ctid: 200}\n", "", "at least 2 items", 18, "members"),
+        ("        - members:", "        - node: pve1\n          members:", "not both", 18, None),
+        ("host: 10.0.0.11,", "host: 0.0.0.0,", "cannot reach rank 0 (CT 200 on pve1)", 18, None),
+        ("        - members:", "        - dist_init_host: 'a b'\n          members:", "neither an IP", 18, None),
+        (
+            "            - {node: pve2, ctid: 200}\n",
+            "            - {node: pve2, ctid: 200}\n    other:\n      replicas: [{node: pve2, ctid: 200}]\n",
+            "is a member of the multi-node replica serving.groups.big.replicas.0 (rank 1)",
+            22,
+            None,
+        ),
+    ],
+)
+def test_bad_multi_node_replicas_name_file_line_and_field(
+    tmp_path: Path, old: str, new: str, message: str, line: int, field: str | None
+) -> None:
+    with pytest.raises(InventoryError) as err:
+        load_inventory(write(tmp_path, MULTI.replace(old, new)))
+    assert message in str(err.value)
+    assert err.value.line == line, str(err.value)
+    if field:
+        assert err.value.field == f"serving.groups.big.replicas.0.{field}", str(err.value)

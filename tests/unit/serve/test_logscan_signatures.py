@@ -20,6 +20,8 @@ LINES = {
     "at non-singleton dimension 0",
     "nccl-timeout": "[rank0]:[E1016 03:31:38.9 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective "
     "operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE)",
+    "dist-init-timeout": "torch.distributed.DistStoreError: Timed out after 3601 seconds waiting for clients. 1/2 "
+    "clients joined.",
     "nccl-error": "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled cuda error",
     "port-in-use": "ERROR:    [Errno 98] error while attempting to bind on address ('0.0.0.0', 30000): address "
     "already in use",

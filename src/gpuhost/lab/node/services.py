@@ -210,7 +210,7 @@ def start(name: str) -> None:
                 raise _failed(name)
             write_state(name, active="active", sub="exited")
         else:
-            write_state(name, active="active", sub="running", pid=proc.pid, since=time.time())
+            write_state(name, active="active", sub="running", pid=proc.pid, **_started())
             time.sleep(0.05)
             if proc.poll() not in (None, 0):
                 raise _failed(name)
@@ -241,7 +241,13 @@ def stop(name: str) -> None:
 
 def mark_running(name: str, pid: int) -> None:
     """For services init itself starts (sshd, pveproxy)."""
-    write_state(name, active="active", sub="running", pid=pid, since=time.time())
+    write_state(name, active="active", sub="running", pid=pid, **_started())
+
+
+def _started() -> dict[str, float | int]:
+    """When a main process started: wall clock, and CLOCK_MONOTONIC in microseconds (systemd's
+    ``ExecMainStartTimestampMonotonic``; one kernel, so comparable across the lab's nodes and containers)."""
+    return {"since": time.time(), "since_monotonic_us": int(time.monotonic() * 1_000_000)}
 
 
 def units_to_start_at_boot() -> list[str]:

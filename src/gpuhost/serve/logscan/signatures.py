@@ -185,6 +185,22 @@ SIGNATURES: list[Signature] = [
         source="sglang#1693, sglang#10216",
     ),
     Signature(
+        "dist-init-timeout",
+        "The nodes of a multi-node replica did not meet at rank 0's rendezvous",
+        Level.FAIL,
+        _p(
+            r"The client socket has timed out after \d+m?s while trying to connect to",
+            r"Timed out after \d+ seconds waiting for clients\. \d+/\d+ clients joined",
+            r"The client socket has failed to connect to any network address of",
+        ),
+        "a rank did not reach rank 0's --dist-init-addr within --dist-timeout: rank 0 not started (a follower "
+        "waits for it), a follower not started (rank 0 waits for it), or the nodes cannot reach each other on the "
+        "rendezvous port",
+        "start rank 0, then every follower within --dist-timeout (gpuhost launch sglang does, in that order); open "
+        "dist_init_port between the nodes; check dist_init_host and socket_ifname",
+        source="torch c10d socket.cpp/TCPStore.cpp; sglang#2561, sglang#7478, vllm#19670",
+    ),
+    Signature(
         "nccl-error",
         "NCCL error",
         Level.FAIL,

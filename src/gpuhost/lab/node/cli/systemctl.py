@@ -94,10 +94,13 @@ def main(argv: list[str]) -> int:
             for unit in units:
                 name = services.unit_name(unit)
                 st = services.read_state(name)
+                since = st.get("since")
+                stamp = time.strftime("%a %Y-%m-%d %H:%M:%S %Z", time.localtime(since)) if since else ""
                 print(
                     f"Id={name}\nActiveState={services.active_state(name)}\nSubState={st.get('sub', 'dead')}\n"
                     f"MainPID={st.get('pid', 0)}\nLoadState={'loaded' if services.unit_path(name) else 'not-found'}\n"
-                    f"UnitFileState={_unit_file_state(name)}"
+                    f"UnitFileState={_unit_file_state(name)}\nExecMainStartTimestamp={stamp}\n"
+                    f"ExecMainStartTimestampMonotonic={st.get('since_monotonic_us', 0) if since else 0}"
                 )
             return 0
         if verb == "is-system-running":

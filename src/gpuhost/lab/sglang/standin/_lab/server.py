@@ -14,7 +14,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from . import config, engine, startup
+from . import config, engine, multinode, rendezvous, startup
 from .load import GpuLoad
 from .version import __version__
 
@@ -605,10 +605,15 @@ def serve(args: argparse.Namespace, argv: list[str]) -> int:
         startup.check(args, model, gpus)
         load.start()
         config.pause(0.3)
-        for r in range(args.tp_size):
+        ranks = multinode.local_ranks(args)
+        for r in ranks:
             startup.log("Init torch distributed begin.", f"TP{r}")
+        try:
+            group = multinode.meet(args, _stderr)  # a multi-node start: every rank at rank 0's rendezvous first
+        except rendezvous.RendezvousError as exc:
+            raise startup.StartupError(exc.exc_type, exc.message, where=f"TP{ranks[0]}") from None
         config.pause(0.2)
-        startup.log("Init torch distributed ends. mem usage=0.56 GB", "TP0")
+        startup.log("Init torch distributed ends. mem usage=0.56 GB", f"TP{ranks[0]}")
         load.hold_memory(0.05)
         per_gpu = startup.weights(args, model, gpus)
         load.hold_memory(min(mem_fraction, per_gpu / (gpus[0].memory_mib / 1024)))
@@ -620,6 +625,10 @@ def serve(args: argparse.Namespace, argv: list[str]) -> int:
         startup.fail(exc)
         load.close()
         return 1
+    if isinstance(group, rendezvous.Link):  # node rank >= 1: no tokenizer, no API, a dummy /health
+        multinode.dummy_health_server(args.host, args.port)
+        multinode.follow(group, startup.log, load.close)
+        return 0
     startup.log(
         f"max_total_num_tokens={tokens}, chunked_prefill_size={args.chunked_prefill_size or 8192}, "
         f"max_prefill_tokens={args.max_prefill_tokens}, max_running_requests={args.max_running_requests or 64}"
@@ -644,6 +653,8 @@ def serve(args: argparse.Namespace, argv: list[str]) -> int:
         )
         while state.running and not os.environ.get("SGL_FORCE_SHUTDOWN"):
             time.sleep(0.05)
+        if isinstance(group, rendezvous.Store):
+            group.shutdown()  # the other nodes' ranks end with rank 0
         load.close()
         os._exit(0)
 
@@ -662,6 +673,11 @@ def serve(args: argparse.Namespace, argv: list[str]) -> int:
     startup.log("The server is fired up and ready to roll!")
     while True:
         time.sleep(3600)
+
+
+def _stderr(line: str) -> None:
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
 
 
 def _server_args_text(args: argparse.Namespace) -> str:

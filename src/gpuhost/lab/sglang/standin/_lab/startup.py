@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import config
+from . import config, multinode
 from .gpus import Device, devices
 from .version import __version__
 
@@ -148,13 +148,14 @@ def check(args: argparse.Namespace, model: Model, gpus: tuple[Device, ...]) -> N
     """The known-bad combinations, with the error each raises on real hardware."""
     if not gpus:
         raise StartupError("RuntimeError", "No CUDA GPUs are available", where="")
-    if args.tp_size * getattr(args, "pp_size", 1) > len(gpus):
+    ranks = multinode.local_ranks(args)  # this node's share of tp_size x pp_size
+    if len(ranks) > len(gpus):
         raise StartupError(
             "RuntimeError",
             "CUDA error: invalid device ordinal\nCUDA kernel errors might be "
             "asynchronously reported at some other API call, so the stacktrace below might be "
             "incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1",
-            where=f"TP{len(gpus)}",
+            where=f"TP{ranks[len(gpus)]}",
         )
     major = gpus[0].major
     if _fusion_requested(args) and major not in (9, 10):
@@ -241,7 +242,7 @@ def weights(args: argparse.Namespace, model: Model, gpus: tuple[Device, ...]) ->
     total_gb = sum(size for _, size in model.shards) / 1e9 if model.shards else 433.0
     per_gpu = total_gb / max(1, args.tp_size)
     avail = gpus[0].memory_mib / 1024 - 0.5
-    for r in range(args.tp_size):
+    for r in multinode.local_ranks(args):
         log(f"Load weight begin. avail mem={avail:.2f} GB", f"TP{r}")
     n = max(1, len(model.shards) or 8)
     start = time.monotonic()
@@ -260,7 +261,7 @@ def weights(args: argparse.Namespace, model: Model, gpus: tuple[Device, ...]) ->
             config.pause(1.6 / n)
     elapsed = time.monotonic() - start
     quant = f"quant={args.quantization}, " if args.quantization else ""
-    for r in range(args.tp_size):
+    for r in multinode.local_ranks(args):
         log(
             f"Load weight end. elapsed={elapsed:.2f} s, type={model.arch}, {quant}avail mem={avail - per_gpu:.2f} GB, "
             f"mem usage={per_gpu:.2f} GB.",
@@ -274,7 +275,7 @@ def kv_cache(args: argparse.Namespace, avail: float) -> tuple[int, float]:
     kv_gb = max(1.0, avail * frac * 0.6)
     tokens = int(kv_gb * 1e9 / 52_000) // 64 * 64
     dtype = _torch_dtype(args)
-    for r in range(args.tp_size):
+    for r in multinode.local_ranks(args):
         if VERSION >= (0, 5, 12):
             log(f"KV Cache is allocated. dtype: {dtype}, #tokens: {tokens}, KV size: {kv_gb:.2f} GB", f"TP{r}")
         else:
@@ -295,15 +296,16 @@ def capture(args: argparse.Namespace, avail: float) -> None:
     max_bs = getattr(args, "cuda_graph_max_bs_decode", None) or getattr(args, "cuda_graph_max_bs", None) or 256
     bs = [b for b in (1, 2, 4, 8, 12, 16, 24, 32, 40, 48, 56, 64, 96, 128, 160, 192, 224, 256) if b <= max_bs]
     backend = getattr(args, "cuda_graph_backend_decode", None) or "full"
+    first = f"TP{multinode.local_ranks(args)[0]}"
     start = time.monotonic()
     if VERSION >= (0, 5, 15):
         log(
             f"Capture target decode CUDA graph begin. backend={backend}, num_tokens_per_req=1, "
             f"avail mem={avail:.2f} GB",
-            "TP0",
+            first,
         )
     else:
-        log(f"Capture cuda graph begin. This can take up to several minutes. avail mem={avail:.2f} GB", "TP0")
+        log(f"Capture cuda graph begin. This can take up to several minutes. avail mem={avail:.2f} GB", first)
     if "hang-cuda-graph" in config.faults():
         while True:  # the capture never returns (sglang#29580); only a watchdog or a kill ends it
             time.sleep(3600)
@@ -313,13 +315,13 @@ def capture(args: argparse.Namespace, avail: float) -> None:
         log(
             f"Capture target decode CUDA graph end. bs={bs}, elapsed={elapsed:.2f} s, mem usage=0.87 GB, "
             f"avail mem={avail - 0.87:.2f} GB.",
-            "TP0",
+            first,
         )
     else:
         log(
             f"Capture cuda graph end. Time elapsed: {elapsed:.2f} s. mem usage=0.87 GB. "
             f"avail mem={avail - 0.87:.2f} GB.",
-            "TP0",
+            first,
         )
 
 

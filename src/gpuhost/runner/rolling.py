@@ -1,4 +1,5 @@
-"""Rolling changes across a cluster: hosts in batches (``serial``), and what must hold before a node reboots.
+"""Rolling changes across a cluster: what must hold before a node reboots (the batches of ``serial`` are
+:func:`gpuhost.runner.serial.batches`).
 
 Before a node reboots gpuhost lists the guests that will go down with it, refuses when the node
 serves a model (an SGLang server runs on it or in one of its containers) unless the operator named
@@ -21,13 +22,6 @@ from dataclasses import dataclass, field
 from gpuhost.connection.base import Connection
 from gpuhost.core.progress import report
 from gpuhost.errors import OperationFailed
-
-
-def batches(hosts: list[str], serial: int | None) -> list[list[str]]:
-    """``hosts`` in batches of ``serial`` (all in one batch when None)."""
-    if not serial or serial >= len(hosts):
-        return [list(hosts)] if hosts else []
-    return [hosts[i : i + serial] for i in range(0, len(hosts), serial)]
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from gpuhost.runner.node_lock import DEFAULT_WAIT
 from gpuhost.runner.prefetch import prefetch
 from gpuhost.runner.prepare import HostPlay, PreparedPlay, prepare
 from gpuhost.runner.results import HostSummary, RunReport, Status, TaskResult
-from gpuhost.runner.rolling import batches
+from gpuhost.runner.serial import batches
 from gpuhost.templating import Templates
 
 

@@ -20,7 +20,6 @@ from gpuhost.runner.rolling import (
     PctRow,
     QmRow,
     after_reboot,
-    batches,
     before_reboot,
     parse_ha_status,
     parse_pct_list,
@@ -30,6 +29,7 @@ from gpuhost.runner.rolling import (
     qm_rows,
     quorum_refusal,
 )
+from gpuhost.runner.serial import batches
 
 CLUSTER = Path(__file__).resolve().parents[2] / "fixtures" / "cluster"
 

@@ -197,6 +197,7 @@ def template_vars(name: str, group: FleetGroup, v: GatewayVars, api_key: str | N
             "launch_script": gw.launch_script(name),
             "workers_file": gw.workers_file(name),
             "command": shlex.join(smg_command(name, g)),
+            "args": shlex.join(smg_command(name, g)[1:]),
             "api_key": api_key,
         }
     }

@@ -187,7 +187,9 @@ def test_check_diff_shows_the_gateway_command_and_changes_nothing(fleet: LabHand
     r = gpuhost(fleet, "launch", "sglang", "--group", "glm5", "--check", "--diff")
     out = r.stdout
     assert r.returncode == 0, out + r.stderr
-    assert "/opt/gpuhost/smg/1.13.0/venv/bin/smg launch --host " + fleet.node("f1").address + " --port 30080" in out
+    # the key stays out of argv: smg's entry point is called with it from the 0600 environment file
+    assert "/opt/gpuhost/smg/1.13.0/venv/bin/python -c 'import os, sys; from smg.cli import main;" in out
+    assert "' launch --host " + fleet.node("f1").address + " --port 30080" in out
     assert "--policy round_robin" in out and "--health-check-interval-secs 1" in out
     assert "SMG_API_KEY=<secret>" in out and API_KEY not in out + r.stderr
     assert ok(fleet, "f1", "test -e /opt/gpuhost/smg && echo yes || echo no").strip() == "no"
@@ -209,6 +211,20 @@ def test_one_command_brings_up_three_replicas_and_the_real_gateway(fleet: LabHan
     assert v.strip() == "1.13.0"
     assert ok(fleet, "f1", f"systemctl is-active {UNIT}").strip() == "active"
     assert ok(fleet, "f1", "stat -c %a /etc/gpuhost/smg-glm5.env").strip() == "600"
+    # the key reaches smg (a request without it is refused) but never its argv, which every user can read
+    gateway_argv = ok(fleet, "f1", "ps -ww -eo args | grep -i '[s]mg' || true")
+    assert gateway_argv.strip() and API_KEY not in gateway_argv, gateway_argv
+    launch = ok(fleet, "f1", "cat /opt/gpuhost/smg/glm5/launch.sh")
+    exec_line = next(line for line in launch.splitlines() if line.startswith("exec "))
+    assert "SMG_API_KEY" in exec_line and '"$SMG_API_KEY"' not in exec_line, exec_line
+    body = json.dumps({"model": "glm-5", "messages": [{"role": "user", "content": "hi"}], "max_tokens": 1})
+    anon = ok(
+        fleet,
+        "f1",
+        f"curl -s -o /dev/null -w '%{{http_code}}' -H 'Content-Type: application/json' -d {shlex.quote(body)} "
+        f"http://{fleet.node('f1').address}:30080/v1/chat/completions",
+    )
+    assert anon.strip() == "401", anon
     code, body = through_gateway(fleet)
     assert code == 200 and json.loads(body)["choices"][0]["message"]["content"], body
     metrics = ok(fleet, "f1", f"curl -s http://{fleet.node('f1').address}:29000/metrics")

@@ -193,7 +193,7 @@ def test_killed_run_then_rerun_converges(outcomes, name):
     assert not [t for t in ref["report"]["tasks"] if t["status"] == "failed"], ref["report"]["tasks"]
     assert "error" not in out, out.get("error")
     assert out["killed"], f"the run ended before '{name}'"
-    assert not out["failed"], out["failed"]
+    assert not out["failed"], [(t["task"], t.get("error")) for t in out["failed"]]
     assert out["state"] == ref["state"]
     assert out["installers"] == {outcomes["pin"]}
     assert out["temps"] == []

@@ -16,6 +16,8 @@ import fcntl
 import os
 import shutil
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -202,3 +204,27 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabHandle]:
     finally:
         handle.close()
         manager.down(state)
+
+
+SRC = str(Path(__file__).resolve().parents[1] / "src")
+
+#: serving-test variables that keep the lab's stand-ins quick to judge (short polls and timeouts)
+FAST_SERVING_VARS = {
+    "sglang_ready_timeout": 120,
+    "sglang_capture_timeout": 30,
+    "sglang_poll_interval": 0.3,
+    "smg_ready_timeout": 60,
+    "smg_poll_interval": 0.5,
+}
+
+
+def gpuhost_cli(inventory: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    """``gpuhost ARGS -i INVENTORY`` as a user runs it (this checkout's ``src``), plain output, wide lines."""
+    env = {**os.environ, "PYTHONPATH": SRC, "COLUMNS": "200", "NO_COLOR": "1"}
+    return subprocess.run(
+        [sys.executable, "-m", "gpuhost", *args, "-i", str(inventory)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )

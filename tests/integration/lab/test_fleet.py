@@ -11,10 +11,8 @@ node's network, so each replica's ``serve.host`` is its node's address and the g
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -30,12 +28,11 @@ from gpuhost.lab.sglang.model import NODE_DIR
 from gpuhost.lab.spec import NodeSpec
 from tests.integration.lab.test_gpu import MODEL as GPU_MODEL
 from tests.integration.lab.test_gpu import OLD, fetch_installer, install_host_driver, ok
-from tests.lab_fixtures import LabHandle, lab_address, start_lab
+from tests.lab_fixtures import FAST_SERVING_VARS, LabHandle, gpuhost_cli, lab_address, start_lab
 
 CT = 240
 NODES = ("f1", "f2", "f3")
 API_KEY = "sk-fleet-test-3b6c0e19"
-SRC = str(Path(__file__).resolve().parents[3] / "src")
 UNIT = "gpuhost-smg-glm5.service"
 
 PROFILES = """
@@ -144,11 +141,7 @@ def write_inventory(lab: LabHandle, replicas: tuple[str, ...]) -> Path:
     }
     doc["vars"].update(
         sglang_profile_dirs=[str(lab.state_dir / "profiles.yml")],
-        sglang_ready_timeout=120,
-        sglang_capture_timeout=30,
-        sglang_poll_interval=0.3,
-        smg_ready_timeout=60,
-        smg_poll_interval=0.5,
+        **FAST_SERVING_VARS,
     )
     path = lab.state_dir / "fleet.yml"
     with path.open("w") as fh:
@@ -157,14 +150,7 @@ def write_inventory(lab: LabHandle, replicas: tuple[str, ...]) -> Path:
 
 
 def gpuhost(lab: LabHandle, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": SRC, "COLUMNS": "200", "NO_COLOR": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "gpuhost", *args, "-i", str(lab.state_dir / "fleet.yml")],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-    )
+    return gpuhost_cli(lab.state_dir / "fleet.yml", *args, timeout=timeout)
 
 
 def through_gateway(lab: LabHandle, path: str = "/v1/chat/completions") -> tuple[int, str]:

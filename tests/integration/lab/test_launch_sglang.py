@@ -10,11 +10,9 @@ The tests run in order and share the container (a module of one story).
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,12 +25,11 @@ from gpuhost.lab.sglang.model import NODE_DIR
 from gpuhost.lab.spec import NodeSpec
 from tests.integration.lab.test_gpu import MODEL as GPU_MODEL
 from tests.integration.lab.test_gpu import OLD, fetch_installer, install_host_driver, ok
-from tests.lab_fixtures import CommandResult, LabHandle, lab_address, start_lab
+from tests.lab_fixtures import CommandResult, LabHandle, gpuhost_cli, lab_address, start_lab
 
 CT = 230
 CONTROL = "/etc/gpuhost-lab/sglang"
 API_KEY = "sk-launch-test-7f3a91c2"
-SRC = str(Path(__file__).resolve().parents[3] / "src")
 
 PROFILES = """
 profiles:
@@ -159,14 +156,7 @@ def ct(lab: LabHandle, command: str, timeout: float = 120) -> CommandResult:
 
 
 def gpuhost(lab: LabHandle, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": SRC, "COLUMNS": "200", "NO_COLOR": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "gpuhost", *args, "-i", str(lab.state_dir / "launch.yml")],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-    )
+    return gpuhost_cli(lab.state_dir / "launch.yml", *args, timeout=timeout)
 
 
 def changed(out: str) -> int:

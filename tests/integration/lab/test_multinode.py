@@ -15,10 +15,8 @@ node's, so each member's ``serve.host`` is its node's address and rank 0's rende
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -36,12 +34,11 @@ from gpuhost.lab.spec import NodeSpec
 from tests.integration.lab.test_fleet import _prepare
 from tests.integration.lab.test_gpu import MODEL as GPU_MODEL
 from tests.integration.lab.test_gpu import ok
-from tests.lab_fixtures import LabHandle, lab_address, start_lab
+from tests.lab_fixtures import FAST_SERVING_VARS, LabHandle, gpuhost_cli, lab_address, start_lab
 
 CT = 240  # test_fleet's _prepare creates and equips this container
 NODES = ("mn1", "mn2")
 API_KEY = "sk-multinode-test-5d1e7a20"
-SRC = str(Path(__file__).resolve().parents[3] / "src")
 UNIT = "gpuhost-sglang.service"
 PORT = 20000
 
@@ -125,11 +122,7 @@ def write_inventory(lab: LabHandle) -> Path:
     }
     doc["vars"].update(
         sglang_profile_dirs=[str(lab.state_dir / "profiles.yml")],
-        sglang_ready_timeout=120,
-        sglang_capture_timeout=30,
-        sglang_poll_interval=0.3,
-        smg_ready_timeout=60,
-        smg_poll_interval=0.5,
+        **FAST_SERVING_VARS,
     )
     path = lab.state_dir / "multinode.yml"
     with path.open("w") as fh:
@@ -138,14 +131,7 @@ def write_inventory(lab: LabHandle) -> Path:
 
 
 def gpuhost(lab: LabHandle, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": SRC, "COLUMNS": "200", "NO_COLOR": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "gpuhost", *args, "-i", str(lab.state_dir / "multinode.yml")],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=env,
-    )
+    return gpuhost_cli(lab.state_dir / "multinode.yml", *args, timeout=timeout)
 
 
 def journal(lab: LabHandle, node: str) -> list[str]:

@@ -49,7 +49,7 @@ def test_launched_server_passes_with_table_json_and_junit(lab, tmp_path):
 
 
 def test_plain_pytest_runs_the_serve_part(lab):
-    from tests.integration.lab.test_launch_sglang import SRC
+    from tests.lab_fixtures import SRC
 
     r = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "gpuhost.acceptance.plugin", "-p", "no:cacheprovider", "-q"]

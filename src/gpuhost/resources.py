@@ -7,6 +7,8 @@ In a source checkout (the usual, ``pip install -e .``) they are the repository's
 
 from __future__ import annotations
 
+import base64
+import shlex
 import sys
 from pathlib import Path
 
@@ -33,3 +35,10 @@ def read_tool(name: str) -> str:
     from importlib.resources import files
 
     return (files("gpuhost.tools") / name).read_text()
+
+
+def tool_command(python: str, tool: str, args: list[str]) -> str:
+    """``PYTHON -c`` with a shipped tool's source (base64, so no quoting can break it) and its arguments."""
+    src = base64.b64encode(read_tool(tool).encode()).decode()
+    code = f"import base64,sys;sys.argv=[{tool!r}]+sys.argv[1:];exec(base64.b64decode('{src}'))"
+    return f"{shlex.quote(python)} -c {shlex.quote(code)} {shlex.join(args)}"

@@ -88,6 +88,21 @@ def _prepare(conn: Connection, ctid: int | None, name: str) -> tuple[Connection,
     return target, tmp
 
 
+def _ship(target: Connection, path: str, tool: bytes | Path, name: str, timeout: float | None) -> None:
+    """Put the tool at ``path`` on the target (checksummed, atomic), or a :class:`ToolFailed` naming the step."""
+    try:
+        target.put_file(path, tool, mode=0o700, timeout=timeout)
+    except CommandFailed as exc:
+        raise ToolFailed(
+            f"cannot ship {name}",
+            exc.command,
+            exc.exit_code_of_command,
+            exc.stdout_tail,
+            exc.stderr_tail,
+            host=target.name,
+        ) from None
+
+
 def run_tool(
     conn: Connection,
     tool: bytes | Path,
@@ -105,17 +120,7 @@ def run_tool(
     target, tmp = _prepare(conn, ctid, name)
     try:
         path = f"{tmp}/{name}"
-        try:
-            target.put_file(path, tool, mode=0o700, timeout=timeout)
-        except CommandFailed as exc:
-            raise ToolFailed(
-                f"cannot ship {name}",
-                exc.command,
-                exc.exit_code_of_command,
-                exc.stdout_tail,
-                exc.stderr_tail,
-                host=target.name,
-            ) from None
+        _ship(target, path, tool, name, timeout)
         command = f"cd {shlex.quote(tmp)} && exec python3 {shlex.quote(path)} {shlex.join(args)}".rstrip()
         result = target.run(command, check=False, timeout=timeout)
     finally:
@@ -206,17 +211,7 @@ def start_tool(
     target, tmp = _prepare(conn, ctid, name)
     path = f"{tmp}/{name}"
     try:
-        try:
-            target.put_file(path, tool, mode=0o700, timeout=timeout)
-        except CommandFailed as exc:
-            raise ToolFailed(
-                f"cannot ship {name}",
-                exc.command,
-                exc.exit_code_of_command,
-                exc.stdout_tail,
-                exc.stderr_tail,
-                host=target.name,
-            ) from None
+        _ship(target, path, tool, name, timeout)
         q = shlex.quote(tmp)
         command = (
             f"cd {q} && {{ nohup python3 {shlex.quote(path)} {shlex.join(args)} "

@@ -4,16 +4,14 @@ argument only makes each poll a new cache entry."""
 
 from __future__ import annotations
 
-import base64
 import json
-import shlex
 from dataclasses import dataclass
 from typing import Any
 
 from gpuhost.core.facts import Fact
 from gpuhost.core.result import CommandResult
 from gpuhost.facts.batch import parse_sections, sections_command
-from gpuhost.resources import read_tool
+from gpuhost.resources import tool_command
 
 STATE_DIR = "/var/lib/gpuhost/smg"
 ROOT = "/opt/gpuhost/smg"
@@ -75,10 +73,8 @@ gateway_service: Fact[GatewayService] = Fact("smg service", _service_command, pa
 
 
 def probe_command(url: str, mode: str, group: str, extra: tuple[str, ...] = ()) -> str:
-    """``python3 -c`` with the gateway probe's source (base64, so no quoting can break it) and its arguments."""
-    src = base64.b64encode(read_tool("gateway_probe.py").encode()).decode()
-    code = f"import base64,sys;sys.argv=['gateway_probe']+sys.argv[1:];exec(base64.b64decode('{src}'))"
-    return f"python3 -c {shlex.quote(code)} {shlex.join([url, mode, '--env-file', env_file(group), *extra])}"
+    """The gateway probe with its arguments, run by the host's python3."""
+    return tool_command("python3", "gateway_probe.py", [url, mode, "--env-file", env_file(group), *extra])
 
 
 def parse_probe(result: CommandResult, *_args: Any) -> dict[str, Any]:

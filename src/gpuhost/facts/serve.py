@@ -6,7 +6,6 @@ cache entry: the command ignores it.
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 import shlex
@@ -17,7 +16,7 @@ from gpuhost.core.facts import Fact
 from gpuhost.core.result import CommandResult
 from gpuhost.facts import serve_layout as target
 from gpuhost.facts.batch import parse_sections, sections_command
-from gpuhost.resources import read_tool
+from gpuhost.resources import tool_command
 
 _RUNTIME = "import sys, platform; print('python', *sys.version_info[:3]); print('libc', *platform.libc_ver())"
 
@@ -131,11 +130,9 @@ def journal_command(lines: int = 200_000) -> str:
 
 
 def _probe_command(url: str, mode: str, model: str, timeout: float, _nonce: int = 0) -> str:
-    """``python3 -c`` with the probe's source (base64, so no quoting can break it) and its arguments."""
-    src = base64.b64encode(read_tool("serve_probe.py").encode()).decode()
-    code = f"import base64,sys;sys.argv=['serve_probe']+sys.argv[1:];exec(base64.b64decode('{src}'))"
+    """The serve probe with its arguments, run by the target's python3."""
     args = [url, mode, "--env-file", target.ENV_FILE, "--model", model, "--timeout", str(timeout)]
-    return f"python3 -c {shlex.quote(code)} {shlex.join(args)}"
+    return tool_command("python3", "serve_probe.py", args)
 
 
 def parse_probe(result: CommandResult, *_args: Any) -> dict[str, Any]:
@@ -211,13 +208,6 @@ def parse_versions(result: CommandResult, *_args: Any) -> dict[str, str]:
 
 #: args: venv, package names
 venv_versions: Fact[dict[str, str]] = Fact("venv packages", _versions_command, parse_versions)
-
-
-def tool_command(python: str, tool: str, args: list[str]) -> str:
-    """``PYTHON -c`` with a shipped tool's source (base64, so no quoting can break it) and its arguments."""
-    src = base64.b64encode(read_tool(tool).encode()).decode()
-    code = f"import base64,sys;sys.argv=[{tool!r}]+sys.argv[1:];exec(base64.b64decode('{src}'))"
-    return f"{shlex.quote(python)} -c {shlex.quote(code)} {shlex.join(args)}"
 
 
 def hf_args(repo: str, revision: str, cache_dir: str, endpoint: str, token_file: str | None) -> list[str]:

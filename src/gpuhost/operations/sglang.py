@@ -28,8 +28,8 @@ from gpuhost.facts.serve import (
     serve_runtime,
     serve_service,
     serve_watch,
-    tool_command,
 )
+from gpuhost.resources import tool_command
 from gpuhost.serve.logscan import LogScanner, Phase
 
 if TYPE_CHECKING:

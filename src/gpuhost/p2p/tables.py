@@ -100,23 +100,27 @@ def gpu_table(ev: Evidence, verdict: Verdict) -> Table | None:
     return t
 
 
+#: the columns of the pairs table (eleven: wider than 80 columns, so a pipe must not cut it)
+PAIR_COLUMNS = (
+    "pair",
+    "link",
+    "path",
+    "P2P",
+    "one-way GB/s",
+    "both GB/s",
+    "lat us",
+    "staged GB/s",
+    "staged us",
+    "verdict",
+    "worst finding",
+)
+
+
 def pair_table(ev: Evidence, verdict: Verdict) -> Table | None:
     if not verdict.pairs:
         return None
     t = Table(title="pairs", title_justify="left")
-    for col in (
-        "pair",
-        "link",
-        "path",
-        "P2P",
-        "one-way GB/s",
-        "both GB/s",
-        "lat us",
-        "staged GB/s",
-        "staged us",
-        "verdict",
-        "worst finding",
-    ):
+    for col in PAIR_COLUMNS:
         t.add_column(col)
     for pv in verdict.pairs:
         p = ev.pair(pv.src, pv.dst)

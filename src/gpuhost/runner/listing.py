@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpuhost.core.task import Task
-from gpuhost.errors import GpuhostError, InventoryError, PlaybookError
+from gpuhost.errors import GpuhostError
 from gpuhost.inventory.loader import Inventory
 from gpuhost.playbook.models import Playbook
 
@@ -32,16 +32,12 @@ class HostTasks:
 
 
 def play_hosts(playbook: Playbook, inventory: Inventory, limit: str | None) -> list[PlayHosts]:
+    from gpuhost.runner.prepare import play_host_names
+
     allowed = set(inventory.select(limit)) if limit else None
     out = []
     for play in playbook.plays:
-        try:
-            selected = inventory.select(play.hosts)
-        except InventoryError as exc:
-            raise PlaybookError(
-                exc.message.split(": ", 1)[-1], file=play.origin.file, line=play.origin.line(["hosts"]), field="hosts"
-            ) from None
-        out.append(PlayHosts(play.name, play.hosts, [h for h in selected if allowed is None or h in allowed]))
+        out.append(PlayHosts(play.name, play.hosts, play_host_names(play, inventory, allowed)))
     return out
 
 

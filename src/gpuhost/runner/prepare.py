@@ -184,6 +184,18 @@ def read_secrets(inventory: Inventory, host: str) -> None:
             ) from None
 
 
+def play_host_names(play: Play, inventory: Inventory, allowed: set[str] | None) -> list[str]:
+    """The hosts ``play`` runs on: its ``hosts:`` pattern, narrowed to ``allowed`` (``--limit``); a pattern that
+    matches nothing known names the play's line."""
+    try:
+        selected = inventory.select(play.hosts)
+    except InventoryError as exc:
+        raise PlaybookError(
+            exc.message.split(": ", 1)[-1], file=play.origin.file, line=play.origin.line(["hosts"]), field="hosts"
+        ) from None
+    return [h for h in selected if allowed is None or h in allowed]
+
+
 def prepare(
     playbook: Playbook, inventory: Inventory, *, limit: str | None, extra: Layer, templates: Templates
 ) -> list[PreparedPlay]:
@@ -192,13 +204,7 @@ def prepare(
     prepared: list[PreparedPlay] = []
     secrets_read: set[str] = set()
     for play in playbook.plays:
-        try:
-            selected = inventory.select(play.hosts)
-        except InventoryError as exc:
-            raise PlaybookError(
-                exc.message.split(": ", 1)[-1], file=play.origin.file, line=play.origin.line(["hosts"]), field="hosts"
-            ) from None
-        hosts = [h for h in selected if allowed is None or h in allowed]
+        hosts = play_host_names(play, inventory, allowed)
         for h in hosts:
             if inventory.nodes[h].connection == "api":
                 from gpuhost import yamlfile

@@ -8,20 +8,7 @@ import sys
 from rich.table import Table
 
 from gpuhost.cli.output import _LazyConsole
-
-COLUMNS = (
-    "pair",
-    "link",
-    "path",
-    "P2P",
-    "one-way GB/s",
-    "both GB/s",
-    "lat us",
-    "staged GB/s",
-    "staged us",
-    "verdict",
-    "worst finding",
-)
+from gpuhost.p2p.tables import PAIR_COLUMNS as COLUMNS
 
 
 def test_wide_table_in_a_pipe_is_plain_and_whole(monkeypatch):

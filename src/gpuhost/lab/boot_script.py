@@ -61,6 +61,11 @@ mount --bind "$node/boot/cpuinfo" "$R/proc/cpuinfo"
 mount -o remount,bind,ro "$R/proc/cpuinfo"
 mount --bind "$node/boot/version" "$R/proc/version"
 mount -o remount,bind,ro "$R/proc/version"
+# a cluster member: pmxcfs's shared tree (gpuhost.lab.cluster) at /etc/pve/nodes and /etc/pve/ha
+if [ -e "$node/pmxcfs" ]; then
+    mount --bind "$node/pmxcfs/nodes" "$R/etc/pve/nodes"
+    mount --bind "$node/pmxcfs/ha" "$R/etc/pve/ha"
+fi
 hostname "$name"
 cd "$R"
 mkdir -p .oldroot

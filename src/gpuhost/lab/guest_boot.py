@@ -13,20 +13,55 @@ PCIe ports of a q35 machine (``pcie=1``); then pairs sharing a clique report OK.
 from __future__ import annotations
 
 import json
-import shlex
+import re
+from dataclasses import dataclass
 from pathlib import Path
 
+from gpuhost.lab.node import iommu_groups
 from gpuhost.lab.node import paths as node_paths
 from gpuhost.lab.node.state import NodeState
-from gpuhost.pve.vm_gpu import parse_showcmd
 
 # i440fx: hostpci0..3 on pci.0 at these slots, the rest behind the pci.1 bridge (qemu-server PCI.pm)
 _LEGACY_SLOTS = {0: "00:10.0", 1: "00:11.0", 2: "00:1b.0", 3: "00:1c.0"}
 
 
+@dataclass(frozen=True)
+class _Kvm:
+    vfio: dict[str, tuple[str, str]]  # device id -> (host BDF, bus)
+    cliques: dict[str, str]  # device id -> x-nv-gpudirect-clique
+    machine: str
+    kvm_off: bool
+
+
+def _read_kvm(argv: list[str]) -> _Kvm:
+    """What QEMU makes of the options that matter for GPUs (the lab's own reading, not gpuhost's):
+    ``-device vfio-pci,host=…,id=…,bus=…`` (qdev keyval: the driver first, then ``key=value``);
+    ``-set device.ID.PROP=VALUE`` (QEMU softmmu/vl.c ``qemu_set_option``: ``sscanf("%63[^.].%63[^.].%63[^=]")``,
+    so ID has no dot); ``-machine type=…`` (or a bare first item); ``-cpu MODEL,…,kvm=off`` (qemu-server
+    CPUConfig.pm:933-938 adds it for x-vga / hidden=1)."""
+    vfio: dict[str, tuple[str, str]] = {}
+    cliques: dict[str, str] = {}
+    machine, kvm_off = "", False
+    for option, value in zip(argv, argv[1:], strict=False):
+        parts = value.split(",")
+        if option == "-device" and parts[0] == "vfio-pci":
+            props = dict(p.split("=", 1) for p in parts[1:] if "=" in p)
+            vfio[props.get("id", "")] = (props.get("host", ""), props.get("bus", ""))
+        elif option == "-set":
+            m = re.fullmatch(r"device\.([^.]{1,63})\.x-nv-gpudirect-clique=(.*)", value)
+            if m:
+                cliques[m.group(1)] = m.group(2)
+        elif option == "-machine":
+            props = dict(p.split("=", 1) for p in parts if "=" in p)
+            machine = props.get("type", parts[0] if "=" not in parts[0] else "")
+        elif option == "-cpu" and "kvm=off" in parts[1:]:
+            kvm_off = True
+    return _Kvm(vfio, cliques, machine, kvm_off)
+
+
 def guest_gpus(host_gpus: list[dict[str, object]], argv: list[str]) -> list[dict[str, object]]:
     """The guest's GPU entries, from the kvm command line QEMU was started with, in device order."""
-    cmd = parse_showcmd(shlex.join(argv))
+    cmd = _read_kvm(argv)
     q35 = "q35" in cmd.machine
     by_bdf = {str(g["bdf"]): g for g in host_gpus}
     out: list[dict[str, object]] = []
@@ -65,9 +100,10 @@ def prepare(host_upper: Path, guest_upper: Path, vmid: int, argv: list[str]) -> 
     host_state = NodeState.from_json((host_upper / node_paths.NODE_STATE.lstrip("/")).read_text())
     guest_file = guest_upper / node_paths.NODE_STATE.lstrip("/")
     guest = NodeState.from_json(guest_file.read_text())
-    hw = dict(host_state.extra.get("gpu") or {})  # type: ignore[arg-type]
-    hw["gpus"] = guest_gpus(list(hw.get("gpus", [])), argv)  # type: ignore[arg-type]
+    hw = dict(host_state.extra.get("gpu") or {})
+    hw["gpus"] = guest_gpus(list(hw.get("gpus", [])), argv)
     hw["numa"] = 1
+    hw["iommu_groups"] = iommu_groups.by_rule(hw["gpus"])  # the guest's own (virtual) PCI tree, not the host's
     guest.extra["gpu"] = hw
     guest.extra["vm"] = {"vmid": vmid, "argv": argv}
     guest_file.write_text(guest.to_json())

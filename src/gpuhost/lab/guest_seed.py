@@ -45,7 +45,7 @@ def vm_config(node: NodeSpec, vmid: int, bdfs: list[str], mac: str) -> str:
 def seed_gpu_vm(upper: Path, state: NodeState, node: NodeSpec) -> None:
     if not node.gpu_vm:
         return
-    gpus = state.extra.get("gpu", {}).get("gpus", [])  # type: ignore[union-attr]
+    gpus = state.extra.get("gpu", {}).get("gpus", [])
     bdfs = [str(g["bdf"]) for g in gpus]
     mac = "BC:24:11:" + ":".join(f"{b:02X}" for b in uuidlib.uuid5(uuidlib.NAMESPACE_URL, node.name).bytes[:3])
     path = upper / f"etc/pve/nodes/{node.name}/qemu-server/{node.gpu_vm}.conf"

@@ -117,5 +117,9 @@ class LabLayout:
     def token_file(self, node: str) -> Path:
         return self.root / f"{node}.token"
 
+    def cluster_dir(self, name: str) -> Path:
+        """The shared pmxcfs tree of a lab cluster (``nodes/``, ``ha/``), bind-mounted into each member."""
+        return self.root / "clusters" / name
+
     def node(self, name: str) -> NodeLayout:
         return NodeLayout(self.root / "nodes" / name)

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -121,6 +122,11 @@ def reboot_node(state_dir: Path, name: str) -> None:
     control.request(LabLayout(state_dir).control_socket, f"reboot {name}")
 
 
+def power_node(state_dir: Path, name: str, on: bool) -> None:
+    """Switch a node off (as a pulled plug: its processes die) or on again."""
+    control.request(LabLayout(state_dir).control_socket, f"{'poweron' if on else 'poweroff'} {name}")
+
+
 # ---- internals ------------------------------------------------------------------------------
 
 
@@ -198,9 +204,24 @@ def _write_lab(layout: LabLayout, spec: LabSpec, seed_dirs: list[Path], hooks: l
             root_password_hash=password_hash,
         )
         seed_node(layout.node(node.name), node, secrets, seed_dirs, hooks)
+    _seed_clusters(layout, spec)
     layout.known_hosts.write_text("".join(known_hosts))
     layout.spec_file.write_text(spec.to_json())
     layout.inventory_file.write_text(render_inventory(layout, spec))
+
+
+def _seed_clusters(layout: LabLayout, spec: LabSpec) -> None:
+    from gpuhost.lab.cluster import ClusterMember, seed_cluster
+
+    clusters: dict[str, list[ClusterMember]] = {}
+    for node in spec.pve_nodes():
+        if node.cluster:
+            members = clusters.setdefault(node.cluster, [])
+            members.append(ClusterMember(node.name, len(members) + 1, node.address))
+    for name, members in clusters.items():
+        uppers = {m.name: layout.node(m.name).upper for m in members}
+        links = {m.name: layout.node(m.name).dir / "pmxcfs" for m in members}
+        seed_cluster(layout.cluster_dir(name), name, members, uppers, links)
 
 
 def _hash_password(password: str) -> str:
@@ -214,7 +235,7 @@ def _hash_password(password: str) -> str:
 
 def _start_supervisor(layout: LabLayout, tie_to_caller: bool) -> None:
     log = open(layout.supervisor_log, "ab")
-    preexec = None
+    preexec: Callable[[], None] | None = None
     if tie_to_caller:
         from gpuhost.lab.nodeproc import _die_with_parent as preexec  # noqa: N813
     try:

@@ -14,8 +14,9 @@ from pathlib import Path
 
 from gpuhost.lab import kernel_log
 from gpuhost.lab.cpuinfo import rebadge
-from gpuhost.lab.layout import LabLayout, source_checkout
+from gpuhost.lab.layout import LabLayout, NodeLayout, source_checkout
 from gpuhost.lab.node import bootloader
+from gpuhost.lab.node.namespaces import unshare_init
 from gpuhost.lab.node.state import kernel_for
 from gpuhost.lab.spec import NodeSpec
 
@@ -41,7 +42,7 @@ class NodeProcess:
     history: list[str] = field(default_factory=list)
 
     @property
-    def layout(self):  # noqa: ANN201 - NodeLayout
+    def layout(self) -> NodeLayout:
         return self.lab.node(self.spec.name)
 
     def start(self) -> None:
@@ -63,15 +64,7 @@ class NodeProcess:
         try:
             self.proc = subprocess.Popen(
                 [
-                    "unshare",
-                    "-m",
-                    "-u",
-                    "-p",
-                    "--fork",
-                    "--kill-child=SIGKILL",
-                    "--propagation",
-                    "private",
-                    "/bin/sh",
+                    *unshare_init(ipc=False),
                     str(self.lab.boot_script),
                     self.spec.name,
                     str(node.dir),

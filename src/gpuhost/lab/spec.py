@@ -10,9 +10,10 @@ from typing import Literal
 
 from gpuhost.errors import LabError, UsageError
 
-BootLoader = Literal["grub", "systemd-boot"]
+BootLoader = Literal["grub", "grub-pbt", "systemd-boot"]
 CpuVendor = Literal["amd", "intel"]
-BOOTLOADERS: tuple[str, ...] = ("grub", "systemd-boot")
+#: grub-pbt: ZFS on legacy BIOS, GRUB on ESPs managed by proxmox-boot-tool (pve-docs system-booting.adoc)
+BOOTLOADERS: tuple[str, ...] = ("grub", "grub-pbt", "systemd-boot")
 CPU_VENDORS: tuple[str, ...] = ("amd", "intel")
 PVE_MAJORS: tuple[int, ...] = (8, 9)
 DEFAULT_BASE_ADDRESS = "127.0.100.1"
@@ -33,6 +34,7 @@ class NodeSpec:
     gpu_vm: int = 0  # a VM seeded with every GPU as the seeds had it (i440fx, bare hostpci ids); 0: none
     guest_of: str = ""  # a VM's guest: the node whose VM this is ("" for a PVE node)
     vmid: int = 0  # the guest's VM id on guest_of
+    cluster: str = ""  # the PVE cluster this node is a member of ("" for a standalone node; gpuhost.lab.cluster)
 
 
 @dataclass
@@ -111,8 +113,8 @@ def plan_nodes(
                 name=f"{name_prefix}{i + 1}",
                 address=address,
                 boot=boot,  # type: ignore[arg-type]
-                cpu=cpu,
+                cpu=cpu,  # type: ignore[arg-type]
                 pve=pve,
             )
-        )  # type: ignore[arg-type]
+        )
     return nodes

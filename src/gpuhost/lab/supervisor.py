@@ -12,11 +12,14 @@ import os
 import selectors
 import signal
 import socket
+import subprocess
 import sys
 import time
 from pathlib import Path
 
+from gpuhost.lab.cluster import TICK_S, Cluster, ClusterMember
 from gpuhost.lab.layout import LabLayout
+from gpuhost.lab.node.line_socket import reachable
 from gpuhost.lab.nodeproc import NodeProcess
 from gpuhost.lab.spec import LabSpec
 
@@ -32,7 +35,48 @@ class Supervisor:
         self.selector = selectors.DefaultSelector()
         self.listeners: list[tuple[socket.socket, str | None]] = []
         self.pending_reboots: dict[str, float] = {}
+        self.powered_off: set[str] = set()
         self.stopping = False
+        self.clusters = self._clusters()
+        self._next_tick = 0.0
+
+    def _clusters(self) -> dict[str, Cluster]:
+        """The lab's PVE clusters, by name: the nodes that share a ``cluster`` name (node ids in spec order)."""
+        out: dict[str, Cluster] = {}
+        for spec in self.spec.pve_nodes():
+            if not spec.cluster:
+                continue
+            cluster = out.get(spec.cluster)
+            if cluster is None:
+                cluster = out[spec.cluster] = Cluster(
+                    name=spec.cluster,
+                    members=[],
+                    pmxcfs=self.layout.cluster_dir(spec.cluster),
+                    online=self._member_online,
+                    shell=self._node_shell,
+                    disk_dir=lambda n: self.layout.node(n).disk,
+                )
+            cluster.members.append(ClusterMember(spec.name, len(cluster.members) + 1, spec.address))
+        return out
+
+    def _member_online(self, name: str) -> bool:
+        """A member counts once it runs and answers (corosync and pve-cluster are up by the time sshd is)."""
+        node = self.nodes[name]
+        return node.running() and name not in self.pending_reboots and node.ready()
+
+    def _node_shell(self, name: str, argv: list[str]) -> subprocess.CompletedProcess[str]:
+        """A command inside a node's namespaces, as its LRM would run it there."""
+        pid = self.nodes[name].init_pid()
+        if pid is None:
+            raise RuntimeError(f"{name} is not running")
+        cmd = ["nsenter", "-t", str(pid), "-m", "-u", "-p", "-r", "-w", "--", *argv]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+        if r.returncode != 0:
+            raise RuntimeError(f"{' '.join(argv)} on {name}: exit {r.returncode}: {(r.stderr or r.stdout).strip()}")
+        return r
+
+    def _cluster_of(self, node: str) -> Cluster | None:
+        return next((c for c in self.clusters.values() if node in {m.name for m in c.members}), None)
 
     # ---- lifecycle ------------------------------------------------------------------------
 
@@ -104,7 +148,8 @@ class Supervisor:
         if path.exists() or path.is_socket():
             path.unlink()
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        sock.bind(str(path))
+        with reachable(str(path)) as where:
+            sock.bind(where)
         os.chmod(path, 0o600)
         sock.listen(16)
         sock.setblocking(False)
@@ -123,6 +168,10 @@ class Supervisor:
                 if when <= now:
                     del self.pending_reboots[name]
                     self.reboot(name)
+            if self.clusters and now >= self._next_tick:
+                self._next_tick = now + TICK_S
+                for cluster in self.clusters.values():
+                    cluster.tick()
 
     def _handle(self, listener: socket.socket, node: str | None) -> None:
         try:
@@ -154,6 +203,8 @@ class Supervisor:
                 return self.start_guest(node, line.split(" ", 1)[1])
             if verb == "vm-stop" and args:
                 return self.stop_guest(node, line.split(" ", 1)[1])
+            if verb in ("cluster-status", "ha-status", "ha-crm"):
+                return self._cluster_command(node, verb, args)
             return f"error: unknown command {verb!r}"
         if verb == "status":
             return json.dumps(self.status())
@@ -163,7 +214,33 @@ class Supervisor:
         if verb == "stop":
             self.stopping = True
             return "ok"
+        if verb in ("poweroff", "poweron") and len(args) == 1 and args[0] in self.nodes:
+            return self.power(args[0], verb == "poweron")
         return f"error: unknown command {line!r}"
+
+    def _cluster_command(self, node: str, verb: str, args: list[str]) -> str:
+        cluster = self._cluster_of(node)
+        if cluster is None:
+            return "error: not a cluster member"
+        if verb == "cluster-status":
+            return json.dumps({**cluster.quorum(), "local": node})
+        if verb == "ha-status":
+            return json.dumps({**cluster.ha_status(), "local": node, "quorate": cluster.quorate()})
+        return cluster.crm_command(args)
+
+    def power(self, name: str, on: bool) -> str:
+        """A node switched off (its guests with it) or on again: what a cluster's quorum tests need."""
+        node = self.nodes[name]
+        if on:
+            if not node.running():
+                node.start()
+            self.powered_off.discard(name)
+        else:
+            for guest in self._guests_of(name):
+                guest.stop()
+            node.stop()
+            self.powered_off.add(name)
+        return "ok"
 
     def status(self) -> dict[str, object]:
         return {
@@ -190,6 +267,8 @@ class Supervisor:
     def close(self) -> None:
         for sock, path in self.listeners:
             sock.close()
+            if path is None:  # an abstract or inherited socket: no file to remove
+                continue
             try:
                 os.unlink(path)
             except OSError:

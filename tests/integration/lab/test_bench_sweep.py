@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.lab.test_launch_sglang import CONTROL, ct, gpuhost, launch_lab  # noqa: F401
+from tests.integration.lab.test_launch_sglang import API_KEY, CONTROL, ct, gpuhost, launch_lab  # noqa: F401
 from tests.lab_fixtures import LabHandle
 
 LEVELS = (1, 4, 16)
@@ -75,8 +75,8 @@ def test_sweep_keeps_table_plot_json_and_power_per_gpu_per_level(launched: LabHa
 
 def test_a_slower_server_against_the_baseline_is_a_regression(launched: LabHandle, tmp_path: Path) -> None:
     baseline = tmp_path.parent / "baseline.json"
-    if not baseline.exists():
-        pytest.skip("needs the first sweep's result")
+    # a missing baseline is a failure of this test too, not a skip: the regression was not shown
+    assert baseline.exists(), "the first sweep wrote no baseline.json (see the test above)"
     ct(launched, f"echo 12 > {CONTROL}/itl_ms")  # injected: every token takes three times as long
     try:
         out = tmp_path / "runs"
@@ -92,3 +92,130 @@ def test_a_slower_server_against_the_baseline_is_a_regression(launched: LabHandl
     for c in LEVELS:
         assert (f"c{c}", "output_throughput_tok_s") in regressed
     assert any(f["check"] == "bench.regression" and f["level"] == "FAIL" for f in doc["findings"])
+
+
+QUICK = ["--input-len", "8", "--output-len", "16", "--warmup-requests", "1", "--sample-interval-ms", "250"]
+
+
+class QueueWatch:
+    """The server's own waiting queue (``sglang:num_queue_reqs`` on its /metrics) polled while a bench runs."""
+
+    def __init__(self, lab: LabHandle) -> None:
+        import threading
+
+        self.lab, self.most, self.polls, self.queued_polls = lab, 0.0, 0, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._poll, daemon=True)
+
+    def _poll(self) -> None:
+        url = f"http://{self.lab.node('sgl').address}:30000/metrics"
+        while not self._stop.is_set():
+            out = ct(self.lab, f"curl -s {url} | grep '^sglang:num_queue_reqs'", timeout=30).stdout.split()
+            if out:
+                self.most, self.polls = max(self.most, float(out[-1])), self.polls + 1
+                self.queued_polls += float(out[-1]) > 0
+            self._stop.wait(0.2)
+
+    def __enter__(self) -> QueueWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=60)
+
+
+def _level(doc: dict, concurrency: int) -> dict:
+    (lv,) = [lv for lv in doc["levels"] if lv["concurrency"] == concurrency]
+    return lv
+
+
+def test_levels_above_the_servers_running_bound_are_reported_as_queueing(launched: LabHandle, tmp_path: Path) -> None:
+    # lab-glm5-tp2 sets no --max-running-requests: the stand-in runs 64 at once, as its start-up log says
+    # 40 ms a token: a request takes about 0.7 s, so the 256 level (768 requests through 64 slots, 12 waves) lasts
+    # several seconds, long enough for the watch (one pct exec and curl a poll, about a second on a busy machine)
+    # to see the queue; at the default 4 ms the whole level is over in about a second and can fall between polls
+    ct(launched, f"echo 40 > {CONTROL}/itl_ms")
+    out = tmp_path / "runs"
+    try:
+        with QueueWatch(launched) as queue:
+            r = gpuhost(launched, "bench", "sglang", "--concurrency", "64,256", *QUICK, "--out", str(out), timeout=600)
+    finally:
+        ct(launched, f"rm -f {CONTROL}/itl_ms")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert queue.queued_polls >= 2 and queue.most > 0, (queue.polls, queue.most)  # the server held requests back
+    doc = json.loads((run_dir_of(out) / "result.json").read_text())
+    warned = [f for f in doc["findings"] if f["check"] == "bench.admission-bound"]
+    assert [f["level"] for f in warned] == ["WARN"], warned
+    assert "c256: 256 concurrent requests against a server that runs at most 64: 192 of them queue" in r.stdout
+
+
+def _shipped_at_tp2() -> dict:
+    """The shipped glm5-nvfp4-tp8-sm120, as it ships, on the lab's 2 GPUs (only gpus and tp_size changed)."""
+    from importlib import resources
+
+    from ruamel.yaml import YAML
+
+    text = (resources.files("gpuhost.serve") / "profiles" / "glm5-nvfp4-sm120-sglang-0.5.23.yml").read_text()
+    (shipped,) = [p for p in YAML(typ="safe", pure=True).load(text)["profiles"] if p["name"] == "glm5-nvfp4-tp8-sm120"]
+    return {**shipped, "name": "lab-shipped-tp2", "gpus": 2, "tp_size": 2}
+
+
+def test_shipped_profile_launch_names_its_bounds_and_a_sweep_to_1024_never_only_queues(
+    launched: LabHandle, tmp_path: Path
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from ruamel.yaml import YAML
+
+    from tests.lab_fixtures import SRC
+
+    yaml = YAML(typ="safe", pure=True)
+    extra = launched.state_dir / "shipped.yml"
+    with extra.open("w") as fh:
+        yaml.dump({"profiles": [_shipped_at_tp2()]}, fh)
+    inv = launched.state_dir / "launch.yml"
+    doc = yaml.load(inv.read_text())
+    doc["vars"]["sglang_profile_dirs"] = [*doc["vars"]["sglang_profile_dirs"], str(extra)]
+    with inv.open("w") as fh:
+        yaml.dump(doc, fh)
+    state, log = tmp_path / "state", tmp_path / "launch.log"
+    env = {**os.environ, "PYTHONPATH": SRC, "COLUMNS": "200", "NO_COLOR": "1", "XDG_STATE_HOME": str(state)}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "gpuhost", *args, "-i", str(inv)],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            env=env,
+        )
+
+    r = cli("launch", "sglang", "--profile", "lab-shipped-tp2", "--allow-restart", "--log", str(log))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "server running profile lab-shipped-tp2: admits 1024 running requests, decode graphs up to batch 256" in (
+        r.stdout
+    )
+    out = tmp_path / "runs"
+    with QueueWatch(launched) as queue:
+        b = cli("bench", "sglang", "--concurrency", "1,64,256,1024", *QUICK, "--out", str(out))
+    assert b.returncode == 0, b.stdout + b.stderr
+    assert queue.polls >= 3 and queue.most == 0, (queue.polls, queue.most)  # no request ever waited for a slot
+    run = run_dir_of(out)
+    result = json.loads((run / "result.json").read_text())
+    admission = [f for f in result["findings"] if f["check"] == "bench.admission-bound"]
+    assert [f["level"] for f in admission] == ["PASS"], admission
+    for c in (1, 64, 256, 1024):
+        lv = _level(result, c)
+        assert lv["status"] == "ok" and lv["figures"]["successful_requests"] == max(8, 3 * c), lv
+    # the planted key (the serve entry's api_key_file): echoed by the server in every JSONL line, kept nowhere
+    raw = (run / "c64.jsonl").read_text()
+    assert '"api_key": "********"' in raw and "--api-key ********" in raw
+    files = [p for base in (run, state) if base.exists() for p in base.rglob("*") if p.is_file()] + [log]
+    assert log.stat().st_size > 0 and len(files) > 5
+    holding = [str(p) for p in files if API_KEY.encode() in p.read_bytes()]
+    assert holding == [], holding
+    assert API_KEY not in r.stdout + r.stderr + b.stdout + b.stderr
+    gpuhost(launched, "launch", "sglang", "--allow-restart")  # back to the module's own profile

@@ -177,7 +177,8 @@ def test_check_diff_shows_the_gateway_command_and_changes_nothing(fleet: LabHand
     assert "/opt/gpuhost/smg/1.13.0/venv/bin/python -c 'import os, sys; from smg.cli import main;" in out
     assert "' launch --host " + fleet.node("f1").address + " --port 30080" in out
     assert "--policy round_robin" in out and "--health-check-interval-secs 1" in out
-    assert "SMG_API_KEY=<secret>" in out and API_KEY not in out + r.stderr
+    # the env file holds the key: its diff shows the line with the key masked
+    assert "SMG_API_KEY=********" in out and API_KEY not in out + r.stderr
     assert ok(fleet, "f1", "test -e /opt/gpuhost/smg && echo yes || echo no").strip() == "no"
 
 

@@ -372,7 +372,19 @@ def test_host_driver_upgrade_without_reboot_keeps_the_old_module(gpu_lab: LabHan
         f"pct set {ctid} --dev0 /dev/nvidia0 --dev1 /dev/nvidiactl --dev2 /dev/nvidia-uvm && "
         f"pct start {ctid} && pct exec {ctid} -- mkdir -p /var/cache/gpuhost",
     )
-    assert install_host_driver(gpu_lab, node, NEW).rc == 0
+    # nvidia-persistenced holds the module: --silent aborts (nvidia-installer kernel.c:1694-1745) unless
+    # --allow-installation-with-running-driver, which installs and leaves the old module loaded
+    ok(gpu_lab, node, "nvidia-persistenced --verbose")
+    refused = install_host_driver(gpu_lab, node, NEW)
+    assert refused.rc == 1 and "(Answer: Abort installation)" in refused.stderr
+    assert "ERROR: Installation has failed." in refused.stderr
+    path = fetch_installer(gpu_lab, node, NEW)
+    ok(
+        gpu_lab,
+        node,
+        f"sh {path} --silent --no-x-check --no-nouveau-check --dkms -m=kernel-open "
+        "--allow-installation-with-running-driver",
+    )
     f = facts(gpu_lab, node)
     assert (f.nvidia.version if f.nvidia else None, f.nvidia_installed) == (OLD, NEW)
     host_smi = gpu_lab.run(node, "nvidia-smi -L")

@@ -133,8 +133,8 @@ def test_a_fresh_container_downloads_the_snapshot_with_huggingface_hub(hf_lab: L
     assert r.returncode == 0, text
     assert f"download {MODEL_ID}@main with huggingface_hub: 14 of 14 files missing" in text
     # progress while it downloads: hf_fetch.py's byte counts, read as they stream from the container
-    assert "[hfn/ct231] model download: started: 6.9 KiB to fetch (0 s)" in r.stderr.splitlines(), r.stderr
-    done = r"\[hfn/ct231\] model download: 6\.9 KiB downloaded, [\d.]+ (B|KiB|MiB)/s average \(\d+ s\)"
+    assert "[hfn/ct231] model download: started: 8.8 KiB to fetch (0 s)" in r.stderr.splitlines(), r.stderr
+    done = r"\[hfn/ct231\] model download: 8\.8 KiB downloaded, [\d.]+ (B|KiB|MiB)/s average \(\d+ s\)"
     assert re.search(done, r.stderr), r.stderr
     assert "gpuhost-progress" not in text  # the tool's lines are progress, not output
     assert TOKEN not in text

@@ -242,7 +242,7 @@ def test_rank_0_alone_is_not_ready_until_its_follower_joins(pair: LabHandle) -> 
         assert curl(pair, "mn1", f"http://{a1}:30000/health")[0] == 200
         assert any("TP0] Init torch distributed ends." in m for m in journal(pair, "mn1"))
     finally:
-        r = gpuhost(pair, "serve", "stop")
+        r = gpuhost(pair, "serve", "stop", "--all")
         assert r.returncode == 0, r.stdout + r.stderr
 
 

@@ -1,8 +1,9 @@
 """A rolling reboot across three lab nodes: ``serial: 1`` reboots one node at a time, each node's
 running guests are listed before it goes down, and the reboot's phases are shown while waiting.
 
-The lab simulates single PVE nodes, not a corosync cluster: the quorum and HA steps are tested in
-tests/unit/runner/test_rolling.py on real ``pvecm status``/``ha-manager status`` captures (tests/fixtures/cluster/)."""
+These nodes are standalone; a cluster's quorum and HA steps run end to end in test_cluster_rolling.py (the
+lab's 3-node cluster) and on real ``pvecm status``/``ha-manager status`` captures in
+tests/unit/pve/test_reboot_guard.py (tests/fixtures/cluster/)."""
 
 from __future__ import annotations
 
@@ -55,7 +56,8 @@ def test_serial_one_reboots_one_node_at_a_time_and_lists_its_guests(roll_lab: La
         listed = f"[{node}] reboot: guests that go down with the node: CT {810 + i} (web{i})"
         assert listed in progress, r.stderr
         mine = [line for line in progress if line.startswith(f"[{node}] ")]
-        assert mine[0] == listed and mine[-1].startswith(f"[{node}] reboot: up (systemd finished starting)")
+        assert mine[0] == f"[{node}] serial: batch {i + 1} of 3"  # each batch announced as it starts
+        assert mine[1] == listed and mine[-1].startswith(f"[{node}] reboot: up (systemd finished starting)")
         assert any("back on SSH" in line for line in mine)
     # without serial the three reboots overlap: all three nodes start before any finishes
     r = gpuhost("run", str(book), "-i", str(lab.inventory), "--json-events", "--allow-reboot", "--serial", "3")

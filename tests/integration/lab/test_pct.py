@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from pathlib import Path
 
-from gpuhost.runner.rolling import PctRow, pct_rows
+from gpuhost.pve.guest_lists import PctRow, pct_rows
 from tests.lab_fixtures import LabHandle
 
 CAPTURES = Path(__file__).resolve().parents[2] / "fixtures" / "cluster"
@@ -65,8 +65,8 @@ def test_container_is_isolated_and_reachable_with_exec_push_pull(lab: LabHandle)
 
 def test_filesystem_persists_across_container_restart(lab: LabHandle) -> None:
     ctid = _new_ct(lab)
-    lab.run("pve2", f"pct start {ctid} && pct exec {ctid} -- sh -c 'echo kept > /root/kept'")
-    r = lab.run("pve2", f"pct reboot {ctid} && pct exec {ctid} -- cat /root/kept")
+    lab.run("pve2", f"pct start {ctid} >/dev/null && pct exec {ctid} -- sh -c 'echo kept > /root/kept'")
+    r = lab.run("pve2", f"pct reboot {ctid} >/dev/null && pct exec {ctid} -- cat /root/kept")
     assert r.stdout == "kept\n", r.stderr
     lab.run("pve2", f"pct stop {ctid}")
 
@@ -85,7 +85,7 @@ def test_dev_entries_appear_as_device_nodes_inside(lab: LabHandle) -> None:
     ctid = _new_ct(lab)
     assert lab.run("pve2", "test -e /dev/nvidia7 || mknod -m 666 /dev/nvidia7 c 195 7").rc == 0
     assert lab.run("pve2", f"pct set {ctid} --dev0 /dev/nvidia7,gid=44").rc == 0
-    r = lab.run("pve2", f"pct start {ctid} && pct exec {ctid} -- stat -c '%F %t:%T %a %g' /dev/nvidia7")
+    r = lab.run("pve2", f"pct start {ctid} >/dev/null && pct exec {ctid} -- stat -c '%F %t:%T %a %g' /dev/nvidia7")
     assert r.stdout == "character special file c3:7 660 44\n", r.stderr
     lab.run("pve2", f"pct stop {ctid}")
 
@@ -104,7 +104,7 @@ def test_raw_lxc_keys_are_kept_as_written_and_applied(lab: LabHandle) -> None:
     assert "cores: 4\n" in conf
     r = lab.run(
         "pve2",
-        f"pct start {ctid} && pct exec {ctid} -- sh -c 'test -c /dev/nvidiactl && echo bound; "
+        f"pct start {ctid} >/dev/null && pct exec {ctid} -- sh -c 'test -c /dev/nvidiactl && echo bound; "
         "test -e /dev/nvidia-absent || echo skipped'",
     )
     assert r.stdout == "bound\nskipped\n", r.stderr
@@ -117,17 +117,23 @@ def test_lxc_keys_cannot_be_set_through_pct_set(lab: LabHandle) -> None:
     assert r.rc == 255 and r.stderr.startswith("Unknown option: lxc.prlimit.memlock\n400 unable to parse option")
 
 
-def test_changes_to_a_running_container_stay_pending_until_reboot(lab: LabHandle) -> None:
+def test_a_new_dev_is_hot_plugged_a_changed_one_stays_pending_until_reboot(lab: LabHandle) -> None:
+    # pve-container Config.pm:1729-1735 vmconfig_hotplug_pending: a devN not set yet is hot-plugged into the
+    # running CT (device_passthrough_hotplug); an existing one is skipped and stays pending
     ctid = _new_ct(lab)
     lab.run("pve2", "test -e /dev/nvidia6 || mknod -m 666 /dev/nvidia6 c 195 6")
+    lab.run("pve2", "test -e /dev/nvidia5 || mknod -m 666 /dev/nvidia5 c 195 5")
     lab.run("pve2", f"pct start {ctid}")
     assert lab.run("pve2", f"pct set {ctid} --dev0 /dev/nvidia6 --memory 4096").rc == 0
     conf = lab.run("pve2", f"cat /etc/pve/lxc/{ctid}.conf").stdout
-    main, _, pending = conf.partition("\n[pve:pending]\n")
-    assert "memory: 4096" in main and "dev0: /dev/nvidia6" in pending
-    assert lab.run("pve2", f"pct exec {ctid} -- test -e /dev/nvidia6").rc == 1
-    lab.run("pve2", f"pct reboot {ctid}")
+    assert "[pve:pending]" not in conf and "memory: 4096" in conf and "dev0: /dev/nvidia6" in conf
     assert lab.run("pve2", f"pct exec {ctid} -- test -c /dev/nvidia6").rc == 0
+    assert lab.run("pve2", f"pct set {ctid} --dev0 /dev/nvidia5").rc == 0
+    main, _, pending = lab.run("pve2", f"cat /etc/pve/lxc/{ctid}.conf").stdout.partition("\n[pve:pending]\n")
+    assert "dev0: /dev/nvidia6" in main and "dev0: /dev/nvidia5" in pending
+    assert lab.run("pve2", f"pct exec {ctid} -- test -e /dev/nvidia5").rc == 1
+    lab.run("pve2", f"pct reboot {ctid}")
+    assert lab.run("pve2", f"pct exec {ctid} -- test -c /dev/nvidia5").rc == 0
     assert "[pve:pending]" not in lab.run("pve2", f"cat /etc/pve/lxc/{ctid}.conf").stdout
     lab.run("pve2", f"pct stop {ctid}")
 
@@ -146,7 +152,7 @@ def test_container_does_not_see_host_secrets(lab: LabHandle) -> None:
     ctid = _new_ct(lab)
     r = lab.run(
         "pve2",
-        f"pct start {ctid} && pct exec {ctid} -- sh -c 'ls /etc/ssh/ssh_host_* 2>/dev/null | wc -l; "
+        f"pct start {ctid} >/dev/null && pct exec {ctid} -- sh -c 'ls /etc/ssh/ssh_host_* 2>/dev/null | wc -l; "
         'ls -A /root | grep -vc "^\\.\\(bashrc\\|profile\\)$"\'; pct stop {ctid}',
     )
     assert r.stdout.split() == ["0", "0"], r.stdout + r.stderr

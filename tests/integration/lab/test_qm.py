@@ -7,7 +7,7 @@ import itertools
 from pathlib import Path
 
 from gpuhost.pve import config as pveconf
-from gpuhost.runner.rolling import QmRow, qm_rows
+from gpuhost.pve.guest_lists import QmRow, qm_rows
 from tests.lab_fixtures import LabHandle
 
 CAPTURES = Path(__file__).resolve().parents[2] / "fixtures" / "cluster"
@@ -48,7 +48,8 @@ def test_stale_digest_is_refused(lab: LabHandle) -> None:
     vmid = _new_vm(lab, "pve1")
     r = lab.run("pve1", f"qm set {vmid} --memory 4096 --digest 0000000000000000000000000000000000000000")
     assert r.rc == 255
-    assert "detected modified configuration - file changed by other user? Try again." in r.stderr
+    # qemu-server's own text (API2/Qemu.pm:2211-2212), not pve-common's assert_if_modified that containers use
+    assert r.stderr == "checksum mismatch (file change by other user?)\n"
 
 
 def test_changes_to_a_running_vm_stay_pending_until_a_cold_start(lab: LabHandle) -> None:

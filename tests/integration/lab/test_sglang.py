@@ -396,8 +396,14 @@ def test_faults_nan_garbage_hang_and_oom(sgl_lab: LabHandle, venvs: dict[str, st
 
         pid = with_fault(sgl_lab, "nan-on-first-decode")
         wait_ready(sgl_lab)
+        # temperature 0: 0.5.23 takes argmax of the NaN logits (layers/sampler.py, is_all_greedy) and serves on,
+        # wrong tokens and null log-probabilities (ORJSON writes NaN as null)
+        greedy = chat(sgl_lab, "What is 17*23?", logprobs=True, top_logprobs=1)["choices"][0]
+        assert greedy["message"]["content"] != "391"
+        assert {e["logprob"] for e in greedy["logprobs"]["content"]} == {None}
+        # a sampled request reaches torch.multinomial, which raises: the scheduler and the server die
         with pytest.raises((urllib.error.URLError, ConnectionError)):
-            chat(sgl_lab, "Hello! What model are you?")
+            chat(sgl_lab, "Hello! What model are you?", temperature=0.7)
         wait_exit(sgl_lab, pid)
         log = log_of(sgl_lab, "/root/nan-on-first-decode.log")
         assert "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0" in log

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpuhost.lab.node import pending, schema
+from gpuhost.lab.node import pending, pveconf, schema
 from gpuhost.lab.node.errors import PveError
-from gpuhost.pve import config as pveconf
 
 TOKEN = "root@pam!gpuhost"
 
@@ -55,7 +54,9 @@ def test_dev_paths_must_be_under_dev() -> None:
 
 def test_stage_then_apply_only_hotpluggable() -> None:
     conf = pveconf.parse("memory: 2048\nname: a\nsockets: 1\n", "qemu")
-    pending.stage(conf, {"machine": "q35", "name": "b", "memory": "2048"}, [("sockets", False)], [])
+    pending.stage(
+        conf, {"machine": "q35", "name": "b", "memory": "2048"}, [("sockets", False)], [], delete_drops_pending=True
+    )
     pending.apply(conf, lambda key: key == "name")
     assert conf.text() == "memory: 2048\nname: b\nsockets: 1\n\n[PENDING]\ndelete: sockets\nmachine: q35\n"
     view = {i["key"]: i for i in pending.view(conf)}

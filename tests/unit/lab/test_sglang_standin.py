@@ -110,3 +110,78 @@ def test_power_rises_with_requests_in_flight() -> None:
     assert 80 <= idle <= 90
     assert idle < load.power(gpu, load.Load(inflight=4)) < load.power(gpu, load.Load(inflight=16)) <= 600
     assert load.utilization(load.Load(inflight=8)) == 50
+
+
+def test_the_client_tokenizer_is_found_only_where_transformers_looks_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gpuhost.lab.sglang.standin._lab import tokenizer
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("HF_HOME", raising=False)
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    snap = tmp_path / "cache" / "models--nvidia--GLM-5-NVFP4" / "snapshots" / "0123abc"
+    snap.mkdir(parents=True)
+    (snap / "tokenizer.json").write_text("{}")
+    # transformers 5.19.0 utils/hub.py:620-623, the text the real client dies with outside the default cache
+    with pytest.raises(OSError, match="We couldn't connect to 'https://huggingface.co' to load the files"):
+        tokenizer.resolve("nvidia/GLM-5-NVFP4")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))
+    assert tokenizer.resolve("nvidia/GLM-5-NVFP4") == str(snap)
+    assert tokenizer.resolve(str(snap)) == str(snap)  # a directory is read as it is
+
+
+def test_nan_logits_at_temperature_zero_give_token_zero_and_null_logprobs() -> None:
+    done = engine.nan_greedy(engine.complete("What is 17*23?", 8, thinking=False))
+    assert "".join(done.content) != "391" and set(done.content) == {"!"} and done.nan
+    assert engine.logprob_entry("!", 1, 0, nan=True)["logprob"] is None
+
+
+def test_admission_bound_is_the_flag_or_the_standins_default() -> None:
+    import argparse
+
+    from gpuhost.lab.sglang.standin._lab.server import admission_bound
+
+    assert admission_bound(argparse.Namespace(max_running_requests=1024)) == 1024
+    assert admission_bound(argparse.Namespace(max_running_requests=None)) == 64
+
+
+def test_the_lab_models_tokenizer_loads_with_the_real_tokenizers_library(tmp_path: Path) -> None:
+    # transformers 5.19.0's AutoTokenizer loads this snapshot offline too (checked by hand: a 294 MB install,
+    # too heavy for CI); tokenizers is what reads tokenizer.json under it
+    from tokenizers import Tokenizer
+
+    from gpuhost.lab.sglang.model import write_snapshot
+
+    snap = write_snapshot(tmp_path / "snap")
+    tok = Tokenizer.from_file(str(snap / "tokenizer.json"))
+    assert tok.encode("the model is serving").ids == [1, 2, 3, 4]
+    assert tok.token_to_id("<think>") is not None and tok.decode([0]) == "!"
+
+
+def test_the_decode_line_says_when_the_batch_outgrows_the_graphs_and_requests_wait(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import argparse
+    import threading
+
+    from gpuhost.lab.sglang.standin._lab import server
+
+    args = argparse.Namespace(
+        max_running_requests=4, cuda_graph_max_bs_decode=2, cuda_graph_backend_decode=None, disable_cuda_graph=False
+    )
+    state = server.State.__new__(server.State)
+    state.args, state.lock, state.running, state.queued, state.max_total_tokens = args, threading.Lock(), 4, 8, 18000
+
+    def once(_seconds: float) -> None:
+        if getattr(once, "done", False):
+            raise SystemExit
+        once.done = True  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(server.time, "sleep", once)
+    with pytest.raises(SystemExit):
+        server.decode_log(state)
+    line = capsys.readouterr().err
+    # the shape of sglang 0.5.23 metrics_reporter.py:963,1037-1041 for a non-hybrid pool
+    assert "Decode batch, #running-req: 4, #token: 2048, token usage: 0.11, cuda graph: False, " in line
+    assert line.rstrip().endswith("#queue-req: 8")

@@ -67,17 +67,18 @@ def packages_for(pve: int) -> list[Deb]:
     series, meta_version = default_series[pve]
     upstream = kernel.removesuffix("-pve")
     src = f"/usr/src/linux-headers-{kernel}"
+    headers = {  # one header tree, which Proxmox's and Debian's headers packages both ship here
+        f"{src}/Makefile": f"# Linux {kernel} kernel headers (gpuhost lab)\nVERSION = {series}\n",
+        f"{src}/.config": "CONFIG_MODULES=y\nCONFIG_VFIO=m\nCONFIG_VFIO_PCI=m\n",
+        f"{src}/include/generated/utsrelease.h": f'#define UTS_RELEASE "{kernel}"\n',
+    }
     debs += [
         Deb(
             f"proxmox-headers-{kernel}",
             upstream,
             f"Proxmox Kernel Headers {kernel}",
             section="devel",
-            files={
-                f"{src}/Makefile": f"# Linux {kernel} kernel headers (gpuhost lab)\nVERSION = {series}\n",
-                f"{src}/.config": "CONFIG_MODULES=y\nCONFIG_VFIO=m\nCONFIG_VFIO_PCI=m\n",
-                f"{src}/include/generated/utsrelease.h": f'#define UTS_RELEASE "{kernel}"\n',
-            },
+            files=dict(headers),
             symlinks={f"/lib/modules/{kernel}/build": src},
         ),
         Deb(  # what a Debian guest installs for its kernel (a VM's guest in the lab runs the same kernel)
@@ -85,11 +86,7 @@ def packages_for(pve: int) -> list[Deb]:
             upstream,
             f"Linux kernel headers for {kernel}",
             section="devel",
-            files={
-                f"{src}/Makefile": f"# Linux {kernel} kernel headers (gpuhost lab)\nVERSION = {series}\n",
-                f"{src}/.config": "CONFIG_MODULES=y\nCONFIG_VFIO=m\nCONFIG_VFIO_PCI=m\n",
-                f"{src}/include/generated/utsrelease.h": f'#define UTS_RELEASE "{kernel}"\n',
-            },
+            files=dict(headers),
             symlinks={f"/lib/modules/{kernel}/build": src},
         ),
         Deb(

@@ -27,45 +27,35 @@ class GpuModel:
     needs_open_module: bool  # Blackwell: only the open kernel modules drive it
 
 
+def _rtx_pro_6000(
+    edition: str, device_id: str, subsys_id: str, class_code: str, class_name: str, vbios: str
+) -> GpuModel:
+    """The two RTX PRO 6000 Blackwell editions: one GB202GL chip, the same memory, BARs, link and power limit."""
+    return GpuModel(
+        f"NVIDIA RTX PRO 6000 Blackwell {edition}",
+        device_id,
+        subsys_id,
+        class_code,
+        class_name,
+        f"GB202GL [RTX PRO 6000 Blackwell {edition}]",
+        "Blackwell",
+        "12.0",
+        97887,
+        131072,
+        "128GB",
+        5,
+        16,
+        vbios,
+        600,
+        True,
+    )
+
+
 MODELS: dict[str, GpuModel] = {
     m.name: m
     for m in (
-        GpuModel(
-            "NVIDIA RTX PRO 6000 Blackwell Server Edition",
-            "2bb5",
-            "204e",
-            "0302",
-            "3D controller",
-            "GB202GL [RTX PRO 6000 Blackwell Server Edition]",
-            "Blackwell",
-            "12.0",
-            97887,
-            131072,
-            "128GB",
-            5,
-            16,
-            "98.02.55.00.02",
-            600,
-            True,
-        ),
-        GpuModel(
-            "NVIDIA RTX PRO 6000 Blackwell Workstation Edition",
-            "2bb1",
-            "204b",
-            "0300",
-            "VGA compatible controller",
-            "GB202GL [RTX PRO 6000 Blackwell Workstation Edition]",
-            "Blackwell",
-            "12.0",
-            97887,
-            131072,
-            "128GB",
-            5,
-            16,
-            "98.02.2e.00.05",
-            600,
-            True,
-        ),
+        _rtx_pro_6000("Server Edition", "2bb5", "204e", "0302", "3D controller", "98.02.55.00.02"),
+        _rtx_pro_6000("Workstation Edition", "2bb1", "204b", "0300", "VGA compatible controller", "98.02.2e.00.05"),
         GpuModel(
             "NVIDIA L40S",
             "26b9",

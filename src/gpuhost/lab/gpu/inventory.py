@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gpuhost.inventory.models import ContainerSpec, ServeSpec, SSHConfig, VMSpec
 from gpuhost.lab.hfhub.seed import endpoint
 from gpuhost.lab.pypi.index import index_url
 from gpuhost.lab.sglang.model import NODE_DIR as MODEL_DIR
@@ -24,7 +23,8 @@ def drivers(state_dir: Path) -> dict[str, object] | None:
     path = state_dir / "gpu" / "drivers.json"
     if not path.exists():
         return None
-    return json.loads(path.read_text())
+    data: dict[str, object] = json.loads(path.read_text())
+    return data
 
 
 def lab_vars(state_dir: Path) -> dict[str, Any]:
@@ -50,28 +50,34 @@ def node_vars(node: NodeSpec) -> dict[str, Any]:
     return {"pip_index_url": index_url(node.address), "hf_endpoint": endpoint(node.address), "lab_model_dir": MODEL_DIR}
 
 
-def containers(node: NodeSpec) -> dict[int, ContainerSpec]:
-    """A node's GPU container (none without GPUs)."""
+def containers(node: NodeSpec) -> dict[int, dict[str, Any]]:
+    """A node's GPU container (none without GPUs), as an inventory ``containers`` entry."""
     if not node.gpus:
         return {}
-    storage = "local-zfs" if node.boot == "systemd-boot" else "local-lvm"
-    serve = None
+    storage = "local-zfs" if node.boot in ("systemd-boot", "grub-pbt") else "local-lvm"
+    spec: dict[str, Any] = {
+        "cores": 16,
+        "memory": 65536,
+        "swap": 0,
+        "rootfs": f"{storage}:8",
+        "hostname": "llm",
+        "gpus": "all",
+    }
     if node.gpus >= SERVE_GPUS:  # the shipped GLM-5 profiles are TP8
-        serve = ServeSpec(
-            profile=SERVE_PROFILE,
-            model=CT_MODEL_DIR,
-            model_node_dir=MODEL_DIR,
-            host=node.address,  # containers share the host's network: each lab listens on its own address
-            port=30000,
-        )
-    spec = ContainerSpec(hostname="llm", gpus="all", memory=65536, cores=16, swap=0, rootfs=f"{storage}:8")
-    return {CONTAINER_ID: spec.model_copy(update={"serve": serve}) if serve else spec}
+        spec["serve"] = {
+            "profile": SERVE_PROFILE,
+            "model": CT_MODEL_DIR,
+            "model_node_dir": MODEL_DIR,
+            "host": node.address,  # containers share the host's network: each lab listens on its own address
+            "port": 30000,
+        }
+    return {CONTAINER_ID: spec}
 
 
-def vms(node: NodeSpec, ssh: SSHConfig) -> dict[int, VMSpec]:
+def vms(node: NodeSpec, ssh: dict[str, Any]) -> dict[int, dict[str, Any]]:
     """A node's seeded GPU VM, with the address its guest answers on once started."""
     if not node.gpu_vm:
         return {}
     from gpuhost.lab.guest_seed import guest_address
 
-    return {node.gpu_vm: VMSpec(gpus="all", address=guest_address(node), ssh=ssh)}
+    return {node.gpu_vm: {"gpus": "all", "address": guest_address(node), "ssh": dict(ssh)}}

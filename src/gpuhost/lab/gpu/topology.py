@@ -14,6 +14,7 @@ from dataclasses import asdict
 
 from gpuhost.errors import UsageError
 from gpuhost.lab.gpu.catalog import GpuModel
+from gpuhost.lab.node import iommu_groups
 
 CORES_PER_SOCKET = 64
 ROOT_COMPLEXES = {
@@ -62,7 +63,7 @@ def plan(node: str, cpu: str, count: int, gpu_model: GpuModel, numa: int) -> dic
         remaining = per_node[n]
         k = 0
         while remaining > 0:
-            base = complexes[k % len(complexes)] + 0x10 * (k // len(complexes))  # type: ignore[operator]
+            base = complexes[k % len(complexes)] + 0x10 * (k // len(complexes))  # type: ignore[index, arg-type]
             pair = min(2, remaining)
             root_port = _bdf(base, 1, 1)
             if pair == 2:
@@ -100,7 +101,7 @@ def plan(node: str, cpu: str, count: int, gpu_model: GpuModel, numa: int) -> dic
                 "bar1_mib": gpu_model.bar1_mib,
                 "arch": gpu_model.arch,
                 "compute_cap": gpu_model.compute_cap,
-                "cpulist": cpulist(int(g["numa"]), numa),  # type: ignore[arg-type]
+                "cpulist": cpulist(int(g["numa"]), numa),  # type: ignore[call-overload]
                 "gen_max": gpu_model.gen_max,
                 "width_max": gpu_model.width_max,
                 "idle_gen": 1,
@@ -118,5 +119,6 @@ def plan(node: str, cpu: str, count: int, gpu_model: GpuModel, numa: int) -> dic
         "model": gpu_model.name if count else None,
         "numa": numa,
         "gpus": gpus,
+        "iommu_groups": iommu_groups.by_rule(gpus),
         "cpu": {**CPUS[cpu], "sockets": numa, "cores_per_socket": CORES_PER_SOCKET},
     }

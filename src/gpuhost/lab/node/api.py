@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from gpuhost.lab.node import guests, lxc, qemu, tasks
+from gpuhost.lab.node import acl, guests, lxc, qemu, tasks
 from gpuhost.lab.node.errors import PveError, param_error
 from gpuhost.lab.node.state import load as load_state
 
@@ -28,6 +28,11 @@ def _split(value: str | None) -> list[str]:
 
 def _options(params: Params) -> Params:
     return {k: v for k, v in params.items() if k not in _CONTROL}
+
+
+def _changes(params: Params) -> tuple[Params, list[str], list[str]]:
+    """A config PUT's new values, its ``delete`` and its ``revert`` lists (the same for VMs and containers)."""
+    return _options(params), _split(params.get("delete")), _split(params.get("revert"))
 
 
 def _check_node(node: str) -> None:
@@ -54,13 +59,49 @@ def handle(method: str, path: str, params: Params, authuser: str) -> object:
             handler = handlers.get(method)
             if handler is None:
                 raise NotImplementedRoute(f"Method '{method} {path}' not implemented", http_status=501)
-            args = m.groupdict()
+            args: dict[str, object] = dict(m.groupdict())
             if "node" in args:
-                _check_node(args["node"])
+                _check_node(str(args["node"]))
             if "vmid" in args:
-                args["vmid"] = guests.parse_vmid(args["vmid"])  # type: ignore[assignment]
+                args["vmid"] = guests.parse_vmid(str(args["vmid"]))
+            _check_privileges(method, path, params, authuser, args)
             return handler(params=params, authuser=authuser, **args)
     raise NotImplementedRoute(f"Method '{method} {path}' not implemented", http_status=501)
+
+
+def _check_privileges(method: str, path: str, params: Params, authuser: str, args: dict[str, object]) -> None:
+    """The ACL half of each API method's ``permissions`` (the root@pam-only half is schema.py's), as
+    pve-container/qemu-server declare them; see :mod:`gpuhost.lab.node.acl`."""
+    vmid = args.get("vmid")
+    if vmid is None:
+        if method == "POST" and re.fullmatch(r"/nodes/[^/]+/(lxc|qemu)", path):
+            new = guests.parse_vmid(params.get("vmid", ""))
+            # API2/LXC.pm create_vm and API2/Qemu.pm create_vm: VM.Allocate on /vms/{vmid}
+            acl.check(authuser, f"/vms/{new}", ["VM.Allocate"])
+            if path.endswith("/lxc") and params.get("unprivileged", "1") in ("0", "false", "no", "off"):
+                acl.check(authuser, "/", ["Sys.Modify"])  # API2/LXC.pm:272-273, a privileged CT
+        elif re.fullmatch(r"/nodes/[^/]+/storage/[^/]+/content", path):
+            acl.check(authuser, f"/storage/{args['storage']}", ["Datastore.Audit"])
+        return
+    target = f"/vms/{vmid}"
+    tail = path.rsplit(f"/{vmid}", 1)[-1]
+    if method == "GET":
+        acl.check(authuser, target, ["VM.Audit"])  # config, pending, status/current: check VM.Audit
+    elif tail.startswith("/status/"):
+        acl.check(authuser, target, ["VM.PowerMgmt"])  # API2/LXC/Status.pm, API2/Qemu.pm vm_start & co
+    elif tail == "/config":
+        keys = [k for k in params if k not in _CONTROL] + [k.lstrip("!") for k in _split(params.get("delete"))]
+        kind = "lxc" if "/lxc/" in path else "qemu"
+        for key in keys:
+            if kind == "lxc":
+                if not re.fullmatch(r"dev\d+|hookscript|features", key):  # root-only / feature rules: schema.py
+                    acl.check(authuser, target, [acl.ct_key_privilege(key)])
+            else:
+                priv = acl.vm_key_privilege(key)
+                if priv is not None:
+                    acl.check(authuser, target, [priv])
+    elif method == "DELETE":
+        acl.check(authuser, target, ["VM.Allocate"])
 
 
 # ---- handlers -------------------------------------------------------------------------------
@@ -137,13 +178,27 @@ def _qemu_index(**_: object) -> object:
     return [{"subdir": s} for s in ("config", "pending", "status", "snapshot", "migrate")]
 
 
-def _qemu_destroy(vmid: int, authuser: str, **_: object) -> object:
-    guests.load("qemu", vmid)
-    return tasks.run(guests.nodename(), "qmdestroy", str(vmid), authuser, lambda: qemu.destroy(vmid))
+def _destroy(kind: guests.Kind, task: str, destroy: Callable[[int], None]) -> Callable[..., object]:
+    """DELETE /nodes/{node}/{qemu,lxc}/{vmid}: a task (``qmdestroy``/``vzdestroy``) for a guest that exists."""
+
+    def handler(vmid: int, authuser: str, **_: object) -> object:
+        guests.load(kind, vmid)
+        return tasks.run(guests.nodename(), task, str(vmid), authuser, lambda: destroy(vmid))
+
+    return handler
 
 
-def _qemu_config_get(vmid: int, params: Params, **_: object) -> object:
-    return qemu.config(vmid, current=_bool(params, "current"), snapshot=params.get("snapshot"))
+def _config_get(config: Callable[..., dict[str, object]]) -> Callable[..., object]:
+    """GET /nodes/{node}/{qemu,lxc}/{vmid}/config: ``current`` and ``snapshot`` as both APIs take them."""
+
+    def handler(vmid: int, params: Params, **_: object) -> object:
+        return config(vmid, current=_bool(params, "current"), snapshot=params.get("snapshot"))
+
+    return handler
+
+
+_qemu_destroy = _destroy("qemu", "qmdestroy", qemu.destroy)
+_qemu_config_get = _config_get(qemu.config)
 
 
 def _qemu_config_put(vmid: int, params: Params, authuser: str, **_: object) -> object:
@@ -151,13 +206,7 @@ def _qemu_config_put(vmid: int, params: Params, authuser: str, **_: object) -> o
 
     formats.check_qemu_params(_options(params))
     qemu.update(
-        vmid,
-        _options(params),
-        _split(params.get("delete")),
-        _split(params.get("revert")),
-        authuser=authuser,
-        digest=params.get("digest"),
-        skiplock=_bool(params, "skiplock"),
+        vmid, *_changes(params), authuser=authuser, digest=params.get("digest"), skiplock=_bool(params, "skiplock")
     )
     return None
 
@@ -243,30 +292,18 @@ def _lxc_create(params: Params, authuser: str, **_: object) -> object:
     def work() -> list[str]:
         lines = lxc.create(vmid, ostemplate, dict(options), authuser=authuser)
         if _bool(params, "start"):
-            lxc.start(vmid)
+            lines += lxc.start(vmid)
         return lines
 
     return tasks.run(guests.nodename(), "vzcreate", str(vmid), authuser, work)
 
 
-def _lxc_destroy(vmid: int, authuser: str, **_: object) -> object:
-    guests.load("lxc", vmid)
-    return tasks.run(guests.nodename(), "vzdestroy", str(vmid), authuser, lambda: lxc.destroy(vmid))
-
-
-def _lxc_config_get(vmid: int, params: Params, **_: object) -> object:
-    return lxc.config(vmid, current=_bool(params, "current"), snapshot=params.get("snapshot"))
+_lxc_destroy = _destroy("lxc", "vzdestroy", lxc.destroy)
+_lxc_config_get = _config_get(lxc.config)
 
 
 def _lxc_config_put(vmid: int, params: Params, authuser: str, **_: object) -> object:
-    lxc.update(
-        vmid,
-        _options(params),
-        _split(params.get("delete")),
-        _split(params.get("revert")),
-        authuser=authuser,
-        digest=params.get("digest"),
-    )
+    lxc.update(vmid, *_changes(params), authuser=authuser, digest=params.get("digest"))
     return None
 
 
@@ -283,8 +320,8 @@ def _lxc_action(action: str) -> Callable[..., object]:
         guests.load("lxc", vmid)
         operation = {"start": lxc.start, "stop": lxc.stop, "shutdown": lxc.shutdown, "reboot": lxc.reboot}[action]
 
-        def work() -> None:
-            operation(vmid)
+        def work() -> list[str] | None:
+            return operation(vmid)
 
         return tasks.run(guests.nodename(), f"vz{action}", str(vmid), authuser, work)
 
@@ -314,8 +351,14 @@ def _task_status(upid: str, **_: object) -> object:
     return tasks.status(upid)
 
 
-def _task_log(upid: str, **_: object) -> object:
-    return tasks.log(upid)
+def _task_log(upid: str, params: Params, **_: object) -> object:
+    def integer(key: str, default: int) -> int:
+        value = params.get(key, str(default))
+        if not str(value).isdigit():  # the schema's integer, minimum 0 (API2/Tasks.pm:355-368)
+            raise param_error({key: f"type check ('integer') failed - got '{value}'"})
+        return int(value)
+
+    return tasks.log(upid, start=integer("start", 0), limit=integer("limit", 50))
 
 
 def _version_handler(**_: object) -> object:

@@ -106,11 +106,21 @@ def render_esp_entry(options: str, kernel: str) -> str:
     )
 
 
-def refresh_esps(root: str | Path, kernel: str) -> list[str]:
-    """Copy the kernel, initrd and /etc/kernel/cmdline onto every ESP; returns the UUIDs done."""
+def esp_grub_cfg_path(root: str | Path, uuid: str) -> Path:
+    return _p(root, f"{paths.ESP_DIR}/{uuid}/grub/grub.cfg")
+
+
+def refresh_esps(root: str | Path, kernel: str, *, grub: bool = False) -> list[str]:
+    """proxmox-kernel-helper zz-proxmox-boot:63-125 ``update_esp_func`` on every ESP; returns the UUIDs
+    done. systemd-boot: copy the kernel, initrd and the first line of /etc/kernel/cmdline into a loader
+    entry. GRUB on the ESP (``grub``): ``update-grub`` with the ESP bind-mounted on /boot (105-110), so
+    the ESP's grub/grub.cfg is rewritten and the root file system's /boot/grub/grub.cfg is not."""
     uuids = esp_uuids(root) or []
     options = kernel_cmdline_file(root) or ""
     for uuid in uuids:
+        if grub:
+            _atomic_write(esp_grub_cfg_path(root, uuid), render_grub_cfg(root, kernel))
+            continue
         entry = esp_entry_path(root, uuid, kernel)
         entry.parent.mkdir(parents=True, exist_ok=True)
         _atomic_write(entry, render_esp_entry(options, kernel))
@@ -132,6 +142,9 @@ def booted_cmdline(root: str | Path, boot: str, kernel: str) -> str:
             return f"initrd=\\EFI\\proxmox\\{kernel}\\initrd.img-{kernel} {options}".rstrip()
         return ""  # no bootable ESP: a real machine would not boot; keep an empty command line
     cfg = _read(root, paths.GRUB_CFG) or ""
+    if boot == "grub-pbt":  # 000_proxmox_boot_header: "/boot/grub/grub.cfg is NOT read when booting from those disk!"
+        uuids = esp_uuids(root) or []
+        cfg = (_read(root, str(esp_grub_cfg_path("/", uuids[0]))) or "") if uuids else ""
     m = re.search(r"^\s*linux\s+(\S+)\s*(.*)$", cfg, re.MULTILINE)
     if not m:
         return ""

@@ -11,8 +11,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from gpuhost.lab.node import paths
+from gpuhost.lab.node import paths, services
 from gpuhost.lab.node.errors import PveError
+from gpuhost.lab.node.namespaces import unshare_init
 from gpuhost.lab.node.schema import parse_device
 
 INIT_TAG = "gpuhost-lab-ct-init"
@@ -142,6 +143,9 @@ def start(vmid: int, options: dict[str, str], lxc: list[tuple[str, str]], hide: 
         f"ln -s /proc/self/fd {R}/dev/fd",
         f"mount -t tmpfs -o mode=1777 shm {R}/dev/shm",
         f"mount -t tmpfs -o mode=0755 run {R}/run",
+        # the CT's startup is over once its init runs (the lab's CT init starts no boot units of its own): systemd's
+        # `is-system-running` answers "running" and `--wait` returns at once (systemd systemctl-is-system-running.c)
+        f": > {R}{services.BOOT_FINISHED}",
         f"mount -t tmpfs -o mode=1777 tmp {R}/tmp",
         f"[ ! -f {MEMLOCK_PRELOAD} ] || cp {MEMLOCK_PRELOAD} {R}{CT_PRELOAD}",
         # the lab code the container's systemctl/journalctl shims run (read-only)
@@ -179,20 +183,7 @@ def start(vmid: int, options: dict[str, str], lxc: list[tuple[str, str]], hide: 
         else subprocess.DEVNULL
     )
     proc = subprocess.Popen(
-        [
-            "unshare",
-            "-m",
-            "-u",
-            "-i",
-            "-p",
-            "--fork",
-            "--kill-child=SIGKILL",
-            "--propagation",
-            "private",
-            "/bin/sh",
-            "-c",
-            "\n".join(lines),
-        ],
+        [*unshare_init(ipc=True), "-c", "\n".join(lines)],
         stdin=subprocess.DEVNULL,
         stdout=log,
         stderr=log,
@@ -219,6 +210,10 @@ def _memlock_file(vmid: int) -> str:
     return f"{PID_DIR}/{vmid}.memlock"
 
 
+def _prlimit_file(vmid: int) -> str:
+    return f"{PID_DIR}/{vmid}.prlimit-memlock"
+
+
 def _apply_prlimits(vmid: int, pid: int | None, lxc: list[tuple[str, str]]) -> None:
     """``lxc.prlimit.memlock`` (bytes or ``unlimited``, ``soft:hard`` allowed), set on the container's
     init at start; ``pct exec`` processes get it too (see :func:`exec_in`). Where the machine does
@@ -226,21 +221,28 @@ def _apply_prlimits(vmid: int, pid: int | None, lxc: list[tuple[str, str]]) -> N
     which reports the configured limit."""
     import resource
 
-    try:
-        os.unlink(_memlock_file(vmid))
-    except OSError:
-        pass
+    for stale in (_memlock_file(vmid), _prlimit_file(vmid)):
+        try:
+            os.unlink(stale)
+        except OSError:
+            pass
     if pid is None:
         return
     value: str | None = None
     for key, v in lxc:
         if key == "lxc.prlimit.memlock":
             value = v.strip()
+    if value is not None:  # what the started container's config carries, for exec_in
+        with open(_prlimit_file(vmid), "w") as fh:
+            fh.write(value + "\n")
     if value is None:
         resource.prlimit(pid, resource.RLIMIT_MEMLOCK, (DEFAULT_MEMLOCK, DEFAULT_MEMLOCK))
         return
     soft, _, hard = value.partition(":")
-    parse = lambda v: resource.RLIM_INFINITY if v == "unlimited" else int(v)  # noqa: E731
+
+    def parse(v: str) -> int:
+        return resource.RLIM_INFINITY if v == "unlimited" else int(v)
+
     try:
         resource.prlimit(pid, resource.RLIMIT_MEMLOCK, (parse(soft), parse(hard or soft)))
     except PermissionError:
@@ -270,6 +272,26 @@ def _mount_entry(R: str, value: str) -> list[str]:
     if "optional" in opts:
         return [f"if [ -e {_q(source)} ]; then {mount}; fi"]
     return [f"[ -e {_q(source)} ] || {{ echo 'lxc.mount.entry: {source} does not exist' >&2; exit 1; }}", mount]
+
+
+def hotplug_device(vmid: int, props: dict[str, str]) -> None:
+    """A new ``devN`` on a running container appears at once: pve-container LXC.pm:2336-2390
+    ``device_passthrough_hotplug`` makes the node and moves it into the container's mount namespace
+    (called from Config.pm:1729-1735 ``vmconfig_hotplug_pending`` for a key not set yet)."""
+    pid = init_pid(vmid)
+    if pid is None:
+        raise PveError(f"CT {vmid} not running")
+    st = device_node(props["path"])
+    target = f"/proc/{pid}/root{props['path']}"  # the container's own /dev, through its init's root
+    try:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        if os.path.lexists(target):
+            os.unlink(target)
+        os.mknod(target, (st.st_mode & 0o170000) | int(props.get("mode", "0660"), 8), st.st_rdev)
+        os.chmod(target, int(props.get("mode", "0660"), 8))
+        os.chown(target, int(props.get("uid", "0")), int(props.get("gid", "0")))
+    except OSError as exc:
+        raise PveError(f"failed to hotplug device {props['path']} into CT {vmid}: {exc}") from None
 
 
 def stop(vmid: int) -> None:
@@ -303,6 +325,13 @@ def exec_in(vmid: int, argv: list[str]) -> int:
     try:
         memlock = resource.prlimit(pid, resource.RLIMIT_MEMLOCK)
     except OSError:
+        memlock = None
+
+    # pct exec is lxc-attach (pve-container src/PVE/CLI/pct.pm:250), which applies the started
+    # container's lxc.prlimit.* to the attached process (lxc/lxc src/lxc/attach.c:1711-1714
+    # setup_resource_limits → conf.c:2971-2996 prlimit(pid, …), since c6d09e15c, LXC 2.1): with one
+    # configured, exec gets it (the value as of the last start); without, the caller's own limit stays.
+    if not os.path.exists(_prlimit_file(vmid)):
         memlock = None
 
     def container_limits() -> None:

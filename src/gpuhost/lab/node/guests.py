@@ -6,12 +6,13 @@ import fcntl
 import os
 import re
 import socket
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Literal
 
+from gpuhost.lab.node import pveconf
 from gpuhost.lab.node.errors import PveError, param_error
-from gpuhost.pve import config as pveconf
 
 Kind = Literal["qemu", "lxc"]
 _DIRS = {"qemu": "qemu-server", "lxc": "lxc"}
@@ -43,9 +44,10 @@ def exists(kind: Kind, vmid: int) -> bool:
 
 
 def kind_of(vmid: int) -> Kind | None:
-    for kind in ("qemu", "lxc"):
-        if exists(kind, vmid):  # type: ignore[arg-type]
-            return kind  # type: ignore[return-value]
+    kinds: tuple[Kind, ...] = ("qemu", "lxc")
+    for kind in kinds:
+        if exists(kind, vmid):
+            return kind
     return None
 
 
@@ -67,6 +69,11 @@ def load(kind: Kind, vmid: int) -> pveconf.GuestConfig:
         rel = path[len("/etc/pve/") :]
         # perl's die exits with errno when set: the failed open leaves ENOENT (2)
         raise PveError(f"Configuration file '{rel}' does not exist", exit_code=2, http_status=500) from None
+    if kind == "lxc":
+        for line in raw.splitlines():
+            key = line.split(":", 1)[0].split("=", 1)[0].strip()
+            if key.startswith("lxc.cgroup."):  # pve-container Config.pm:842-845, on every parse
+                warn(f"vm {vmid} - {key} is deprecated, this will be a hard error in the future!")
     return pveconf.parse(raw, kind)
 
 
@@ -101,16 +108,34 @@ def locked(kind: Kind, vmid: int) -> Iterator[None]:
     os.makedirs(LOCK_DIRS[kind], exist_ok=True)
     name = f"lock-{vmid}.conf" if kind == "qemu" else f"pve-config-{vmid}.lock"
     with open(os.path.join(LOCK_DIRS[kind], name), "a") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # pve-common Tools.pm:217-231 lock_file_full
+            sys.stderr.write("trying to acquire lock...\n")
+            sys.stderr.flush()
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            sys.stderr.write(" OK\n")
         try:
             yield
         finally:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def check_digest(conf: pveconf.GuestConfig, digest: str | None) -> None:
+def check_digest(kind: Kind, conf: pveconf.GuestConfig, digest: str | None) -> None:
+    """A stale ``digest``: pve-container's API2/LXC/Config.pm:176 calls pve-common Tools.pm
+    ``assert_if_modified`` ("detected modified configuration - …"); qemu-server dies with its own
+    text (API2/Qemu.pm:2211-2212)."""
     if digest and digest != conf.digest:
+        if kind == "qemu":
+            raise PveError("checksum mismatch (file change by other user?)")
         raise PveError("detected modified configuration - file changed by other user? Try again.")
+
+
+def warn(message: str) -> None:
+    """A Perl ``warn`` in a PVE code path: one line on the process's stderr (pvesh's, for the root
+    route; pveproxy's log for the HTTP API)."""
+    sys.stderr.write(message.rstrip("\n") + "\n")
+    sys.stderr.flush()
 
 
 def check_lock(conf: pveconf.GuestConfig, vmid: int, skiplock: bool) -> None:

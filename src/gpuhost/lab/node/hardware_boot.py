@@ -16,7 +16,7 @@ import os
 import re
 import time
 
-from gpuhost.lab.node import iommu
+from gpuhost.lab.node import iommu, iommu_groups
 from gpuhost.lab.node.nvidia import kernel
 from gpuhost.lab.node.nvidia import paths as kpaths
 from gpuhost.lab.node.state import load as load_state
@@ -24,7 +24,6 @@ from gpuhost.lab.node.state import load as load_state
 MS_RDONLY, MS_REMOUNT, MS_BIND, MS_REC = 1, 32, 4096, 16384
 _libc = ctypes.CDLL("libc.so.6", use_errno=True)
 BOOT_LOG = "/var/log/gpuhost-lab/boot.log"
-IOMMU_GROUP_BASE = 20
 
 
 def _mount(source: str, target: str, fstype: str | None = None, flags: int = 0, data: str | None = None) -> None:
@@ -71,28 +70,26 @@ def _write(path: str, content: str) -> None:
 # ---- the pieces ----------------------------------------------------------------------------
 
 
-def group_plan(gpus: list[dict[str, object]]) -> list[str]:
-    """PCI functions in IOMMU-group order: each root port, switch port and GPU its own group (ACS)."""
-    devices: set[str] = set()
-    for g in gpus:
-        devices.update(str(b) for b in g.get("bridges", []))  # type: ignore[union-attr]
-        devices.add(str(g["bdf"]))
-    return sorted(devices)
-
-
-def _iommu_groups(enabled: bool, passthrough: bool, gpus: list[dict[str, object]]) -> list[str]:
+def _iommu_groups(enabled: bool, passthrough: bool, hw: dict[str, object]) -> list[str]:
+    """The node description's groups (gpuhost.lab.node.iommu_groups) under /sys/kernel/iommu_groups, when the
+    booted command line leaves the IOMMU on."""
     base = "/sys/kernel/iommu_groups"
     os.makedirs(base, exist_ok=True)
     lines: list[str] = []
     if not enabled:
         return lines
+    gpus: list[dict[str, object]] = list(hw.get("gpus", []))  # type: ignore[call-overload]
+    groups = hw.get("iommu_groups")
+    if not isinstance(groups, list):  # a description written before the groups were data
+        groups = iommu_groups.by_rule(gpus)
     gpu_bdfs = {str(g["bdf"]) for g in gpus}
-    for n, bdf in enumerate(group_plan(gpus), start=IOMMU_GROUP_BASE):
+    for bdf, n in iommu_groups.members(groups):
         d = f"{base}/{n}"
-        os.makedirs(f"{d}/devices")
-        _write(f"{d}/type", "identity\n" if passthrough else "DMA-FQ\n")
-        _write(f"{d}/reserved_regions", "0x00000000fee00000 0x00000000feefffff msi\n")
-        target = f"/sys/bus/pci/devices/{bdf}" if bdf in gpu_bdfs else f"/sys/devices/pci0000:{bdf[5:7]}/{bdf}"
+        if not os.path.isdir(d):
+            os.makedirs(f"{d}/devices")
+            _write(f"{d}/type", "identity\n" if passthrough else "DMA-FQ\n")
+            _write(f"{d}/reserved_regions", "0x00000000fee00000 0x00000000feefffff msi\n")
+        target = f"/sys/bus/pci/devices/{bdf}" if bdf in gpu_bdfs else f"/sys/devices/pci{bdf[:4]}:{bdf[5:7]}/{bdf}"
         os.symlink(target, f"{d}/devices/{bdf}")
         if bdf in gpu_bdfs:
             os.symlink(d, f"/sys/bus/pci/devices/{bdf}/iommu_group")
@@ -115,8 +112,8 @@ def _pci_devices(gpus: list[dict[str, object]]) -> None:
             ("numa_node", str(g["numa"])),
             ("local_cpulist", str(g["cpulist"])),
             ("irq", str(g["irq"])),
-            ("current_link_speed", speeds[int(g["idle_gen"])]),  # type: ignore[arg-type]
-            ("max_link_speed", speeds[int(g["gen_max"])]),  # type: ignore[arg-type]
+            ("current_link_speed", speeds[int(str(g["idle_gen"]))]),
+            ("max_link_speed", speeds[int(str(g["gen_max"]))]),
             ("current_link_width", str(g["width_max"])),
             ("max_link_width", str(g["width_max"])),
         ):
@@ -178,7 +175,7 @@ def boot() -> None:
     _overlay_dir("/sys/bus/pci/devices")
     _pci_devices(gpus)
     io = iommu.state(cmdline.split(), st.cpu)
-    group_lines = _iommu_groups(io.enabled, io.passthrough, gpus)
+    group_lines = _iommu_groups(io.enabled, io.passthrough, hw)
     for line in group_lines:
         kernel.log(line)
     wanted = _module_lists()

@@ -8,8 +8,8 @@ import shlex
 
 from gpuhost.lab.node import pci
 from gpuhost.lab.node.errors import PveError
+from gpuhost.lab.node.property_string import parse as parse_property_string
 from gpuhost.lab.node.schema import parse_hostpci
-from gpuhost.pve.config import parse_property_string
 
 _SAFE = re.compile(r"^[\w!%+,\-./:@^]*$")  # String::ShellQuote leaves these unquoted
 _LEGACY_PCI_ADDR = {0: "0x10", 1: "0x11", 2: "0x1b", 3: "0x1c"}

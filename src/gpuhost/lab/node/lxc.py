@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import re
 
-from gpuhost.lab.node import ct_runtime, formats, guests, pending, schema
+from gpuhost.lab.node import ct_runtime, formats, guests, pending, schema, tasks
 from gpuhost.lab.node.errors import PveError, param_error
+from gpuhost.lab.node.pveconf import GuestConfig, new_config
 from gpuhost.lab.node.state import load as load_state
-from gpuhost.pve.config import GuestConfig, new_config
 
 # pve-container's $LXC_FASTPLUG_OPTIONS plus what vmconfig_hotplug_pending changes live
 _HOTPLUG = {
@@ -26,28 +26,11 @@ _HOTPLUG = {
     "cpulimit",
     "cpuunits",
 }
-_INT_KEYS = {
-    "memory",
-    "swap",
-    "cores",
-    "cpuunits",
-    "onboot",
-    "protection",
-    "unprivileged",
-    "console",
-    "tty",
-    "template",
-    "debug",
-}
 TEMPLATE_DIR = "/var/lib/vz/template/cache"
 
 
 def _hotpluggable(key: str) -> bool:
     return key in _HOTPLUG or bool(re.fullmatch(r"net\d+", key))
-
-
-def _typed(options: dict[str, str]) -> dict[str, object]:
-    return {k: (int(v) if k in _INT_KEYS and v.isdigit() else v) for k, v in options.items()}
 
 
 def config(vmid: int, current: bool = False, snapshot: str | None = None) -> dict[str, object]:
@@ -56,10 +39,10 @@ def config(vmid: int, current: bool = False, snapshot: str | None = None) -> dic
         snap = conf.snapshots.get(snapshot)
         if snap is None:
             raise PveError(f"snapshot '{snapshot}' does not exist")
-        out: dict[str, object] = _typed(dict(snap.options))
+        out: dict[str, object] = schema.typed(dict(snap.options))
         lxc = snap.lxc
     else:
-        out = _typed(pending.current(conf) if current else pending.effective(conf))
+        out = schema.typed(pending.current(conf) if current else pending.effective(conf))
         lxc = conf.main.lxc
     if lxc:
         out["lxc"] = [[k, v] for k, v in lxc]
@@ -146,21 +129,37 @@ def update(
 ) -> list[str]:
     _validate(params)
     deletes = [(k.lstrip("!"), k.startswith("!")) for k in delete]
+    for key in revert:
+        if key in params:  # API2/LXC/Config.pm:188-192
+            raise param_error({"revert": f"you can't use '-{key}' and '-revert {key}' at the same time"})
     for key, _ in deletes:
         if key.startswith("lxc."):
             raise param_error({"delete": f"invalid format - invalid configuration ID '{key}'"})
         schema.check_key("lxc", key)
+        if key in params:  # API2/LXC/Config.pm:199-201
+            raise param_error({"delete": f"you can't use '-{key}' and -delete {key}' at the same time"})
+        if key in revert:  # API2/LXC/Config.pm:203-208
+            raise param_error({"delete": f"you can't use '-delete {key}' and '-revert {key}' at the same time"})
         if key in ("memory", "rootfs", "ostype"):
             raise PveError(f"unable to delete required option '{key}'")
     schema.check_ct_modify_perm(authuser, list(params) + [k for k, _ in deletes])
     with guests.locked("lxc", vmid):
         conf = guests.load("lxc", vmid)
-        guests.check_digest(conf, digest)
+        guests.check_digest("lxc", conf, digest)
         if "unprivileged" in params and params["unprivileged"] != conf.get("unprivileged", "0"):
             raise PveError("unable to modify read-only option: 'unprivileged'")
-        pending.stage(conf, params, deletes, revert)
+        for warning in pending.stage(conf, params, deletes, revert, delete_drops_pending=False):
+            guests.warn(warning)
         if ct_runtime.running(vmid):
-            pending.apply(conf, _hotpluggable)
+            # Config.pm:1624-1746 vmconfig_hotplug_pending: a new devN/mpN is hot-plugged (1721-1735,
+            # "skip" when the key is already set); the rest of _HOTPLUG changes live
+            new_keys = {k for k in (conf.pending.options if conf.pending else {}) if conf.get(k) is None}
+            applied = pending.apply(
+                conf, lambda key: _hotpluggable(key) or (bool(re.fullmatch(r"dev\d+", key)) and key in new_keys)
+            )
+            for key in applied:
+                if re.fullmatch(r"dev\d+", key) and conf.get(key) is not None:
+                    ct_runtime.hotplug_device(vmid, schema.parse_device(key, str(conf.get(key))))
         else:
             pending.apply(conf)
         guests.save("lxc", vmid, conf)
@@ -194,7 +193,46 @@ def create(vmid: int, ostemplate: str, params: dict[str, str], *, authuser: str)
     conf = new_config("lxc", options)
     guests.create("lxc", vmid, conf)
     ct_runtime.create_rootfs(vmid, options["hostname"])
-    return [f"extracting archive '{template}'", "Detected container architecture: amd64"]
+    _record_init(vmid, template)
+    lines = [f"extracting archive '{template}'", "Detected container architecture: amd64"]
+    # Setup.pm:322-330 post_create_hook → check_systemd_nesting, as log_warn
+    return lines + _systemd_nesting_warning(vmid, options)
+
+
+#: The systemd each template's init is (what pve-container's Setup/Base.pm:600-627
+#: ``get_systemd_version`` reads with objdump from the CT's /sbin/init): Debian's and Ubuntu's
+#: systemd package in that release (packages.debian.org: bullseye 247, bookworm 252, trixie 257;
+#: packages.ubuntu.com: jammy 249, noble 255). The lab's CT rootfs is not the template's, so the
+#: version is recorded from the template's name at create.
+_TEMPLATE_SYSTEMD = {"debian-11": 247, "debian-12": 252, "debian-13": 257, "ubuntu-22.04": 249, "ubuntu-24.04": 255}
+
+
+def _init_file(vmid: int) -> str:
+    return str(ct_runtime.ct_dir(vmid) / "init-systemd-version")
+
+
+def _record_init(vmid: int, template: str) -> None:
+    name = os.path.basename(template)
+    version = next((v for prefix, v in _TEMPLATE_SYSTEMD.items() if name.startswith(prefix + "-")), None)
+    if version is not None:
+        with open(_init_file(vmid), "w") as fh:
+            fh.write(f"{version}\n")
+
+
+def _systemd_nesting_warning(vmid: int, options: dict[str, str]) -> list[str]:
+    """pve-container Setup/Base.pm:659-676 ``check_systemd_nesting``: no ``nesting`` in ``features`` and
+    the CT's init is systemd newer than 241 → "Systemd N detected. You may need to enable nesting.",
+    a task warning (Setup.pm:299-306 ``log_warn``; the task ends ``WARNINGS: 1``)."""
+    features = dict(part.split("=", 1) for part in options.get("features", "").split(",") if "=" in part)
+    if features.get("nesting") in ("1", "true", "yes", "on"):
+        return []
+    try:
+        version = int(open(_init_file(vmid)).read().strip())
+    except (OSError, ValueError):
+        return []
+    if version <= 241:
+        return []
+    return [tasks.warn(f"Systemd {version} detected. You may need to enable nesting.")]
 
 
 def _template_path(ostemplate: str) -> str:
@@ -228,7 +266,8 @@ def destroy(vmid: int) -> None:
     guests.remove("lxc", vmid)
 
 
-def start(vmid: int) -> None:
+def start(vmid: int) -> list[str]:
+    """pct start / POST status/start; returns the task log lines."""
     with guests.locked("lxc", vmid):
         conf = guests.load("lxc", vmid)
         if ct_runtime.running(vmid):
@@ -237,7 +276,10 @@ def start(vmid: int) -> None:
             pending.apply(conf)
             guests.save("lxc", vmid, conf)
         hide = list(load_state().extra.get("hide_paths", []))
-        ct_runtime.start(vmid, pending.current(conf), conf.main.lxc, hide)
+        options = pending.current(conf)
+        ct_runtime.start(vmid, options, conf.main.lxc, hide)
+        # Setup.pm:308-313 pre_start_hook → check_systemd_nesting; LXC.pm:3177 print_ct_warn_log
+        return _systemd_nesting_warning(vmid, options)
 
 
 def stop(vmid: int) -> None:
@@ -251,12 +293,12 @@ def shutdown(vmid: int) -> None:
     stop(vmid)
 
 
-def reboot(vmid: int) -> None:
+def reboot(vmid: int) -> list[str]:
     guests.load("lxc", vmid)
     if not ct_runtime.running(vmid):
         raise PveError(f"CT {vmid} not running")
     ct_runtime.stop(vmid)
-    start(vmid)
+    return start(vmid)
 
 
 def storage_content(storage: str, content: str | None) -> list[dict[str, object]]:

@@ -4,33 +4,53 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gpuhost.pve.config import GuestConfig
+from gpuhost.lab.node.pveconf import GuestConfig
 
 
-def stage(conf: GuestConfig, params: dict[str, str], delete: list[tuple[str, bool]], revert: list[str]) -> None:
-    """Write every requested change into the pending section (PVE does this first, always)."""
+def stage(
+    conf: GuestConfig,
+    params: dict[str, str],
+    delete: list[tuple[str, bool]],
+    revert: list[str],
+    *,
+    delete_drops_pending: bool,
+) -> list[str]:
+    """Write every requested change into the pending section (PVE does this first, always); returns
+    the warnings PVE prints. ``delete_drops_pending``: qemu-server's ``delete`` also drops a pending
+    value (API2/Qemu.pm:2290-2302 ``delete $conf->{pending}->{$opt}``); pve-container's only queues the
+    deletion and keeps it (LXC/Config.pm:1314-1330 ``update_pct_config``)."""
+    warnings = []
     for key in revert:
         conf.delete(key, section="pending")
         conf.remove_pending_delete(key)
     for key, force in delete:
-        conf.delete(key, section="pending")
+        pending_value = conf.pending.options.get(key) if conf.pending is not None else None
+        if conf.get(key) is None and pending_value is None:
+            # LXC/Config.pm:1315-1317, API2/Qemu.pm:2298: a warning on stderr, the call goes on
+            warnings.append(f"cannot delete '{key}' - not set in current configuration!")
+            continue
+        if delete_drops_pending:
+            conf.delete(key, section="pending")
         if conf.get(key) is not None:
             conf.add_pending_delete(key, force)
     for key, value in params.items():
         conf.set(key, value, section="pending")
         conf.remove_pending_delete(key)
     _drop_unchanged(conf)
+    return warnings
 
 
 def _drop_unchanged(conf: GuestConfig) -> None:
+    # AbstractConfig.pm cleanup_pending: "remove pending changes when nothing changed" (a pending value equal
+    # to the current one goes; 'delete' is skipped "just to be sure")
     pending = conf.pending
     if pending is None:
         return
-    for key, value in list(pending.options.items()):
-        if key != "delete" and conf.get(key) == value:
-            conf.delete(key, section="pending")
+    unchanged = [key for key, value in pending.options.items() if key != "delete" and value == conf.get(key)]
     if pending.description is not None and pending.description == conf.main.description:
-        conf.delete("description", section="pending")
+        unchanged.append("description")
+    for key in unchanged:
+        conf.delete(key, section="pending")
 
 
 def apply(conf: GuestConfig, may_apply: Callable[[str], bool] = lambda key: True) -> list[str]:

@@ -13,9 +13,9 @@ import subprocess
 import time
 
 from gpuhost.lab.node import guests, kvm_cmdline, pending, schema
-from gpuhost.lab.node.errors import PveError
+from gpuhost.lab.node.errors import PveError, param_error
+from gpuhost.lab.node.pveconf import GuestConfig, new_config
 from gpuhost.lab.node.state import load as load_state
-from gpuhost.pve.config import GuestConfig, new_config
 
 RUN_DIR = "/var/run/qemu-server"
 # qemu-server's $fast_plug_option: applied to a running VM at once
@@ -33,26 +33,6 @@ _FAST_PLUG = {
     "lock",
     "cpulimit",
     "cpuunits",
-}
-_INT_KEYS = {
-    "memory",
-    "cores",
-    "sockets",
-    "vcpus",
-    "balloon",
-    "shares",
-    "cpuunits",
-    "onboot",
-    "numa",
-    "protection",
-    "template",
-    "tablet",
-    "acpi",
-    "kvm",
-    "localtime",
-    "autostart",
-    "reboot",
-    "freeze",
 }
 
 
@@ -75,10 +55,6 @@ def _hotpluggable(conf: GuestConfig, key: str) -> bool:
     return False
 
 
-def typed(options: dict[str, str]) -> dict[str, object]:
-    return {k: (int(v) if k in _INT_KEYS and v.isdigit() else v) for k, v in options.items()}
-
-
 # ---- reading ---------------------------------------------------------------------------------
 
 
@@ -93,7 +69,7 @@ def config(vmid: int, current: bool = False, snapshot: str | None = None) -> dic
             out["description"] = snap.description
     else:
         out = pending.current(conf) if current else pending.effective(conf)
-    result = typed(out)
+    result = schema.typed(out)
     result["digest"] = conf.digest
     return result
 
@@ -181,22 +157,28 @@ def update(
         schema.check_key("qemu", key)
         params[key] = schema.check_value("qemu", key, params[key])
     deletes = [(k.lstrip("!"), k.startswith("!")) for k in delete]
+    for key in revert:
+        if key in params:  # API2/Qemu.pm:2124-2126
+            raise param_error({"delete": f"you can't use '-{key}' and -revert {key}' at the same time"})
     for key, _ in deletes:
         schema.check_key("qemu", key)
-        if key in params:
-            raise PveError(f"unable to delete and set the same option '{key}'", http_status=400)
+        if key in params:  # API2/Qemu.pm:2135-2137
+            raise param_error({"delete": f"you can't use '-{key}' and -delete {key}' at the same time"})
+        if key in revert:  # API2/Qemu.pm:2139-2141
+            raise param_error({"revert": f"you can't use '-delete {key}' and -revert {key}' at the same time"})
     if skiplock and authuser != schema.ROOT:
         raise PveError(
             "Only root may use this option.", http_status=400, errors={"skiplock": "Only root may use this option."}
         )
     with guests.locked("qemu", vmid):
         conf = guests.load("qemu", vmid)
-        guests.check_digest(conf, digest)
+        guests.check_digest("qemu", conf, digest)
         guests.check_lock(conf, vmid, skiplock)
         schema.check_vm_modify_perm(
             authuser, list(params) + [k for k, _ in deletes] + revert, params, pending.effective(conf)
         )
-        pending.stage(conf, params, deletes, revert)
+        for warning in pending.stage(conf, params, deletes, revert, delete_drops_pending=True):
+            guests.warn(warning)
         if running_pid(vmid):
             pending.apply(conf, lambda key: _hotpluggable(conf, key))
         else:
@@ -232,10 +214,12 @@ def start(vmid: int, skiplock: bool = False) -> None:
             pending.apply(conf)
             guests.save("qemu", vmid, conf)
         argv = kvm_cmdline.build(vmid, pending.current(conf))
+        devices: list[str] = []
         for index, value in sorted(pending.current(conf).items()):
             if index.startswith("hostpci"):
-                _check_devices_present(value)
+                devices += _check_devices_present(value)
         os.makedirs(RUN_DIR, exist_ok=True)
+        _reserve_pci(devices, vmid)
         subprocess.Popen(
             argv,
             stdin=subprocess.DEVNULL,
@@ -249,6 +233,7 @@ def start(vmid: int, skiplock: bool = False) -> None:
             if time.monotonic() > deadline:
                 raise PveError("start failed: QEMU exited with code 1")
             time.sleep(0.01)
+        _reserve_pci(devices, vmid, running_pid(vmid))
         _tell_supervisor("vm-start", vmid, argv)
 
 
@@ -272,13 +257,54 @@ def _tell_supervisor(verb: str, vmid: int, argv: list[str] | None = None) -> Non
         raise PveError(f"VM {vmid}: the guest did not {verb.removeprefix('vm-')}: {reply}")
 
 
-def _check_devices_present(value: str) -> None:
+def _check_devices_present(value: str) -> list[str]:
+    """The host functions a hostpciN entry passes (every function of a slot named without one)."""
     from gpuhost.lab.node import pci
 
     props = schema.parse_hostpci(value)
+    out: list[str] = []
     for pci_id in props.get("host", "").split(";") if props.get("host") else []:
-        if not pci.functions(pci_id):
+        found = pci.functions(pci_id)
+        if not found:
             raise PveError(f"no PCI device found for '{pci_id}'")
+        out += found
+    return out
+
+
+#: qemu-server's PCI reservations: ``$PCIID_RESERVATION_FILE = "${RUNDIR}/pci-id-reservations"`` with
+#: ``$RUNDIR = '/run/qemu-server'`` (PVE/QemuServer/PCI.pm), one ``ID VMID pid:PID`` (or ``time:T``) line per device
+PCI_RESERVATIONS = "/run/qemu-server/pci-id-reservations"
+
+
+def _reserve_pci(devices: list[str], vmid: int, pid: int | None = None) -> None:
+    """qemu-server's ``reserve_pci_usage`` (PVE/QemuServer/PCI.pm), as ``vm_start`` calls it (PVE/QemuServer.pm):
+    before the kvm process, every PCI id is reserved for the VM; an id reserved by another VMID whose kvm process
+    (the reservation's pid) still runs is refused with "PCI device '…' already in use by VMID '…'"; a reservation
+    whose process is gone is "leftover" and taken. Once the VM runs, the reservation records its pid. (The time-
+    based reservation PVE holds while the VM starts is not modelled: the lab's start is one step.)"""
+    if not devices:
+        return
+    reservations: dict[str, tuple[int, int | None]] = {}
+    try:
+        for line in open(PCI_RESERVATIONS).read().splitlines():
+            m = re.fullmatch(r"(\S+) (\d+) (time|pid):(\d+)", line)
+            if m:
+                reservations[m.group(1)] = (int(m.group(2)), int(m.group(4)) if m.group(3) == "pid" else None)
+    except OSError:
+        pass
+    for dev in devices:
+        held = reservations.get(dev)
+        if held and held[0] != vmid and held[1] is not None and running_pid(held[0]) == held[1]:
+            raise PveError(f"PCI device '{dev}' already in use by VMID '{held[0]}'")
+        if pid is not None:
+            reservations[dev] = (vmid, pid)
+    if pid is None:
+        return
+    os.makedirs(os.path.dirname(PCI_RESERVATIONS), exist_ok=True)
+    text = "".join(f"{dev} {v} pid:{p}\n" for dev, (v, p) in sorted(reservations.items()) if p is not None)
+    with open(PCI_RESERVATIONS + ".tmp", "w") as fh:
+        fh.write(text)
+    os.replace(PCI_RESERVATIONS + ".tmp", PCI_RESERVATIONS)
 
 
 def stop(vmid: int, skiplock: bool = False) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from gpuhost.lab.node.errors import PveError, not_in_schema, param_error, perm_error
-from gpuhost.pve.config import parse_property_string
+from gpuhost.lab.node.property_string import parse as parse_property_string
 
 ROOT = "root@pam"
 
@@ -41,6 +41,15 @@ _BOOLEAN_KEYS = {
     "reboot",
     "freeze",
 }
+
+
+def typed(options: dict[str, str]) -> dict[str, object]:
+    """A config as the API's JSON returns it: integer and boolean options as numbers (PVE's JSON schema types
+    them ``integer``/``boolean``: qemu-server PVE/QemuServer.pm $confdesc, pve-container PVE/LXC/Config.pm
+    $confdesc)."""
+    return {k: (int(v) if k in _INTEGER_KEYS | _BOOLEAN_KEYS and v.isdigit() else v) for k, v in options.items()}
+
+
 _HOSTPCI_ID = re.compile(r"^(?:[a-f0-9]{4,}:)?[a-f0-9]{2}:[a-f0-9]{2}(?:\.[a-f0-9])?$", re.IGNORECASE)
 _HOSTPCI_KEYS = {
     "host",

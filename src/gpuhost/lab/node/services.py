@@ -15,6 +15,7 @@ import shlex
 import signal
 import subprocess
 import time
+from typing import BinaryIO
 
 from gpuhost.lab.node.state import load as load_state
 
@@ -67,7 +68,8 @@ def _state_file(name: str) -> str:
 def read_state(name: str) -> dict[str, object]:
     try:
         with open(_state_file(name)) as fh:
-            return json.load(fh)
+            state: dict[str, object] = json.load(fh)
+            return state
     except (OSError, ValueError):
         return {"active": "inactive", "sub": "dead"}
 
@@ -143,7 +145,7 @@ def _env(service: dict[str, list[str]]) -> dict[str, str]:
     return env
 
 
-def _log(name: str):  # noqa: ANN202 - file object
+def _log(name: str) -> BinaryIO:
     os.makedirs(LOG_DIR, exist_ok=True)
     return open(os.path.join(LOG_DIR, name + ".log"), "ab")
 
@@ -228,14 +230,14 @@ def stop(name: str) -> None:
     pid = st.get("pid")
     if _alive(pid):
         try:
-            os.killpg(int(pid), signal.SIGTERM)  # type: ignore[arg-type]
+            os.killpg(int(str(pid)), signal.SIGTERM)
         except OSError:
-            os.kill(int(pid), signal.SIGTERM)  # type: ignore[arg-type]
+            os.kill(int(str(pid)), signal.SIGTERM)
         deadline = time.monotonic() + 5
         while _alive(pid) and time.monotonic() < deadline:
             time.sleep(0.02)
         if _alive(pid):
-            os.kill(int(pid), signal.SIGKILL)  # type: ignore[arg-type]
+            os.kill(int(str(pid)), signal.SIGKILL)
     write_state(name, active="inactive", sub="dead")
 
 

@@ -11,7 +11,7 @@ the wheels on the lab's offline package index.
 
 Lab controls inside the machine that runs the server (a node or a container), never used by
 gpuhost itself: :data:`standin._lab.config.CONTROL_DIR` = ``/etc/gpuhost-lab/sglang`` with ``faults``
-(one of ``nan-on-first-decode``, ``hang-cuda-graph``, ``garbage``, ``oom-on-load`` a line),
+(one of ``nan-on-first-decode``, ``hang-cuda-graph``, ``hang-autotune``, ``garbage``, ``oom-on-load`` a line),
 ``delay_scale`` (start-up delays, 1.0 = about 4 s) and ``itl_ms`` (decode time per token, default 4),
 or the environment variables ``GPUHOST_LAB_SGLANG_DELAY_SCALE`` and ``GPUHOST_LAB_SGLANG_ITL_MS``.
 """

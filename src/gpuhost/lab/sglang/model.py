@@ -37,6 +37,45 @@ CONFIG = {
 }
 
 
+#: GLM's special tokens (the checkpoint's tokenizer_config.json names them) and a few words the lab's answers use
+SPECIAL_TOKENS = (
+    "<|endoftext|>", "[MASK]", "[gMASK]", "[sMASK]", "<sop>", "<eop>", "<|system|>", "<|user|>", "<|assistant|>",
+    "<|observation|>", "<think>", "</think>",
+)  # fmt: skip
+WORDS = ("!", "the", "model", "is", "serving", "tokens", "from", "lab", ".", "hi", "Paris", "391")
+
+
+def tokenizer_json() -> dict[str, object]:
+    """A small but real ``tokenizer.json``: the layout the ``tokenizers`` library (0.23.3) serialises a WordLevel
+    tokenizer with a Whitespace pre-tokenizer and added special tokens to (``Tokenizer.to_str()``), so real
+    transformers' ``AutoTokenizer`` (5.19.0, ``PreTrainedTokenizerFast``) loads the lab's snapshot offline."""
+    vocab = {w: i for i, w in enumerate(WORDS)}
+    vocab["[UNK]"] = len(vocab)
+    added = [
+        {
+            "id": len(vocab) + i,
+            "content": t,
+            "single_word": False,
+            "lstrip": False,
+            "rstrip": False,
+            "normalized": False,
+            "special": True,
+        }
+        for i, t in enumerate(SPECIAL_TOKENS)
+    ]
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": added,
+        "normalizer": None,
+        "pre_tokenizer": {"type": "Whitespace"},
+        "post_processor": None,
+        "decoder": None,
+        "model": {"type": "WordLevel", "vocab": vocab, "unk_token": "[UNK]"},
+    }
+
+
 def write_snapshot(target: Path) -> Path:
     """Write the snapshot directory (config, tokenizer files, index, shard stubs); returns it."""
     target.mkdir(parents=True, exist_ok=True)
@@ -50,7 +89,7 @@ def write_snapshot(target: Path) -> Path:
     (target / "tokenizer_config.json").write_text(
         json.dumps({"tokenizer_class": "PreTrainedTokenizerFast", "model_max_length": 202752}) + "\n"
     )
-    (target / "tokenizer.json").write_text(json.dumps({"version": "1.0", "model": {"type": "BPE", "vocab": {}}}))
+    (target / "tokenizer.json").write_text(json.dumps(tokenizer_json()))
     names = [f"model-{i:05d}-of-{SHARDS:05d}.safetensors" for i in range(1, SHARDS + 1)]
     index = {
         "metadata": {"total_size": SHARD_BYTES * SHARDS, "shard_sizes": {n: SHARD_BYTES for n in names}},

@@ -33,9 +33,20 @@ SGL_DEEP_GEMM = ("0.2.3.post2",)
 BASE_MODEL_TYPES = ("llama", "qwen2", "qwen3", "deepseek_v3", "glm4", "glm4_moe", "mistral", "gpt_oss")
 
 
+#: the lab's own copies of what it takes from the real wheels, extracted by scripts/extract_sglang_flags.py (the
+#: parser) and scripts/extract_sglang_texts.py (log lines and error texts): never the product's flag tables, so a
+#: wrong product table meets a stand-in that still parses as the real SGLang does
+DATA_DIR = Path(__file__).resolve().parent / "data"
+
+
 def flags_file(version: str) -> Path:
-    """The pinned version's real flag table (``gpuhost/serve/flags/sglang-<version>.json``)."""
-    return Path(standin_pkg.__file__).resolve().parents[3] / "serve" / "flags" / f"sglang-{version}.json"
+    """The version's flag table as extracted from its wheel for the lab (``data/flags-<version>.json``)."""
+    return DATA_DIR / f"flags-{version}.json"
+
+
+def texts_file(version: str) -> Path:
+    """The version's log lines and error texts as extracted from its wheel (``data/texts-<version>.json``)."""
+    return DATA_DIR / f"texts-{version}.json"
 
 
 def _standin_files(version: str) -> dict[str, bytes]:
@@ -54,6 +65,10 @@ def _standin_files(version: str) -> dict[str, bytes]:
     if not table.exists():
         raise LabError(f"no flag table for sglang {version} at {table}")
     files["sglang/_lab/flags.json"] = table.read_bytes()
+    texts = texts_file(version)
+    if not texts.exists():
+        raise LabError(f"no extracted texts for sglang {version} at {texts}")
+    files["sglang/_lab/texts.json"] = texts.read_bytes()
     return files
 
 

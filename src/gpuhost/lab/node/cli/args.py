@@ -29,8 +29,8 @@ class Parsed:
 
 def parse(
     argv: list[str],
-    flags: set[str] = frozenset(),
-    known: Callable[[str], bool] | None = None,  # type: ignore[assignment]
+    flags: set[str] | frozenset[str] = frozenset(),
+    known: Callable[[str], bool] | None = None,
     usage: str = "",
 ) -> Parsed:
     out = Parsed()

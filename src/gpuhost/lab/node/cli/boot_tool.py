@@ -26,8 +26,10 @@ def main(argv: list[str]) -> int:
             if st.boot == "systemd-boot"
             else "System currently booted with legacy bios"
         )
+        # proxmox-boot-tool:450-466: "uefi" where the ESP has loader/loader.conf, "grub" where it has grub/
+        kind = "grub" if st.boot == "grub-pbt" else "uefi"
         for uuid in uuids:
-            print(f"{uuid} is configured with: uefi (versions: {st.kernel})")
+            print(f"{uuid} is configured with: {kind} (versions: {st.kernel})")
         return 0
     if cmd == "refresh":
         if uuids is None:
@@ -35,7 +37,7 @@ def main(argv: list[str]) -> int:
             return 2
         print("Running hook script 'proxmox-auto-removal'..")
         print("Running hook script 'zz-proxmox-boot'..")
-        print(refresh_output(st.kernel))
+        print(refresh_output(st.kernel, grub=st.boot == "grub-pbt"))
         return 0
     if cmd == "kernel" and argv[1:2] == ["list"]:
         print("Manually selected kernels:\nNone.\n\nAutomatically selected kernels:")
@@ -50,10 +52,11 @@ def main(argv: list[str]) -> int:
     return 1 if cmd != "help" else 0
 
 
-def refresh_output(kernel: str) -> str:
-    """Copy kernels and /etc/kernel/cmdline onto every ESP; PVE's messages."""
+def refresh_output(kernel: str, *, grub: bool = False) -> str:
+    """Copy kernels and /etc/kernel/cmdline (systemd-boot) or regenerate grub.cfg (GRUB) onto every ESP;
+    PVE's messages."""
     lines = ["Re-executing '/etc/kernel/postinst.d/zz-proxmox-boot' in new private mount namespace.."]
-    for uuid in bootloader.refresh_esps("/", kernel):
+    for uuid in bootloader.refresh_esps("/", kernel, grub=grub):
         lines.append(f"Copying and configuring kernels on /dev/disk/by-uuid/{uuid}")
         lines.append(f"\tCopying kernel and creating boot-entry for {kernel}")
     return "\n".join(lines)

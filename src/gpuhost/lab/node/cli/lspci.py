@@ -20,9 +20,16 @@ def _devices() -> list[dict[str, object]]:
     gpus = list((st.extra.get("gpu") or {}).get("gpus", []))
     out: dict[str, dict[str, object]] = {}
     for g in gpus:
+        chain = [*g.get("bridges", []), str(g["bdf"])]
         for i, bridge in enumerate(g.get("bridges", [])):
             cls, code, name, vendor, device, rev = AMD_ROOT_PORT if i == 0 else SWITCH_PORT
+            below = int(chain[-1][5:7], 16)
+            if bridge in out:  # a bridge above several GPUs: its bus range covers them all
+                out[bridge]["subordinate"] = max(int(out[bridge]["subordinate"]), below)  # type: ignore[call-overload]
+                continue
             out[bridge] = {
+                "secondary": int(chain[i + 1][5:7], 16),
+                "subordinate": below,
                 "bdf": bridge,
                 "class_name": cls,
                 "class_code": code,
@@ -131,8 +138,13 @@ def _verbose(dev: dict[str, object], level: int, numeric: int) -> list[str]:
 
 def _bridge_verbose(dev: dict[str, object], level: int) -> list[str]:
     """Root ports and switch ports: a Gen5 x16 link and ACS redirecting peer requests upstream."""
+    # pciutils lspci.c show_htype1(): a bridge's bus numbers, at -v and above
+    bus = (
+        f"\tBus: primary={str(dev['bdf'])[5:7]}, secondary={dev['secondary']:02x}, subordinate={dev['subordinate']:02x}"
+    )
     lines = [
         "\tFlags: bus master, fast devsel, latency 0, IRQ 40, NUMA node 0",
+        bus + ", sec-latency=0",
         f"\tCapabilities: [58] Express (v2) {dev['port']}, MSI 00",
     ]
     if level < 2:

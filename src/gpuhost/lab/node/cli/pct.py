@@ -7,11 +7,13 @@ import os
 import pwd
 import shutil
 import sys
+from collections.abc import Callable
+from typing import Any
 
 from gpuhost.lab.node import ct_runtime, guests, lxc, schema
 from gpuhost.lab.node.cli.args import UsageError, is_true, parse, run
 from gpuhost.lab.node.errors import PveError
-from gpuhost.pve.config import encode_text
+from gpuhost.lab.node.pveconf import encode_text
 
 ROOT = "root@pam"
 _USAGE = {
@@ -78,10 +80,10 @@ def _main(argv: list[str]) -> int:
             if len(p.positional) < 2:
                 raise UsageError("400 not enough arguments", usage)
             start = is_true(opts.pop("start", "0"))
-            for line in lxc.create(vmid, p.positional[1], opts, authuser=ROOT):
-                print(line)
+            lines = lxc.create(vmid, p.positional[1], opts, authuser=ROOT)
             if start:
-                lxc.start(vmid)
+                lines += lxc.start(vmid)
+            _sync_task_end(lines)
             return 0
         delete = [d for d in (opts.pop("delete", "") or "").replace(";", ",").split(",") if d]
         revert = [d for d in (opts.pop("revert", "") or "").split(",") if d]
@@ -111,7 +113,8 @@ def _main(argv: list[str]) -> int:
                 continue
             value = cfg[key]
             print(f"{key}: {encode_text(str(value)) if key == 'description' else value}")
-        for k, v in cfg.get("lxc", []):  # type: ignore[union-attr]
+        raw_lines = cfg.get("lxc", [])
+        for k, v in raw_lines if isinstance(raw_lines, list) else []:
             print(f"{k}: {v}")
     elif cmd == "pending":
         from gpuhost.lab.node.cli.qm import _print_pending
@@ -121,13 +124,13 @@ def _main(argv: list[str]) -> int:
     elif cmd == "status":
         print(f"status: {lxc.status(vmid)['status']}")
     elif cmd == "start":
-        lxc.start(vmid)
+        _sync_task_end(lxc.start(vmid))
     elif cmd == "stop":
         lxc.stop(vmid)
     elif cmd == "shutdown":
         lxc.shutdown(vmid)
     elif cmd == "reboot":
-        lxc.reboot(vmid)
+        _sync_task_end(lxc.reboot(vmid))
     elif cmd == "destroy":
         lxc.destroy(vmid)
     elif cmd in ("push", "pull"):
@@ -162,10 +165,21 @@ def _main(argv: list[str]) -> int:
     return 0
 
 
-def _id(value: str | None, lookup, attr: str) -> int:  # noqa: ANN001
+def _id(value: str | None, lookup: Callable[[str], Any], attr: str) -> int:
     if value is None:
         return 0
     return int(value) if value.isdigit() else getattr(lookup(value), attr)
+
+
+def _sync_task_end(lines: list[str]) -> None:
+    """A task run from the CLI: its log on stdout, its warning count on stderr (pve-common
+    RESTEnvironment.pm:442-498, the synchronous tee)."""
+    for line in lines:
+        print(line)
+    warnings = sum(1 for line in lines if line.startswith("WARN: "))
+    if warnings:
+        sys.stdout.flush()
+        print(f"Task finished with {warnings} warning(s)!", file=sys.stderr)
 
 
 if __name__ == "__main__":

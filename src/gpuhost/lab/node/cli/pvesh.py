@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from gpuhost.lab.node import api
+from gpuhost.lab.node import api, tasks
 from gpuhost.lab.node.cli.args import UsageError, parse, run
 from gpuhost.lab.node.errors import PveError
 
@@ -40,8 +40,28 @@ def _main(argv: list[str]) -> int:
         if exc.errors:
             exc.message = exc.message  # "400 Parameter verification failed." + details
         raise
+    if isinstance(data, str) and data.startswith("UPID:"):
+        _sync_task(data)
     _print(data, fmt)
     return 0
+
+
+def _sync_task(upid: str) -> None:
+    """In the CLI a task runs synchronously (pve-common RESTEnvironment.pm:529 ``$sync`` for ``type eq
+    'cli'``): its log is tee'd to stdout while it runs (442-487), then its end goes to stderr —
+    ``TASK ERROR: X`` as ``X``, ``TASK WARNINGS: N`` as "Task finished with N warning(s)!" (489-498) —
+    and pvesh prints the UPID and exits 0 either way (pve-manager PVE/CLI/pvesh.pm:443-460)."""
+    log = tasks.lines(upid)
+    for line in log:
+        if not line.startswith(("TASK OK", "TASK ERROR: ", "TASK WARNINGS: ")):
+            print(line)
+    sys.stdout.flush()
+    end = log[-1] if log else ""
+    if end.startswith("TASK ERROR: "):
+        print(end.removeprefix("TASK ERROR: "), file=sys.stderr)
+    elif end.startswith("TASK WARNINGS: "):
+        print(f"Task finished with {end.removeprefix('TASK WARNINGS: ')} warning(s)!", file=sys.stderr)
+    sys.stderr.flush()
 
 
 def _print(data: object, fmt: str) -> None:

@@ -7,7 +7,7 @@ import sys
 from gpuhost.lab.node import formats, qemu, schema
 from gpuhost.lab.node.cli.args import UsageError, is_true, parse, run
 from gpuhost.lab.node.errors import PveError
-from gpuhost.pve.config import encode_text
+from gpuhost.lab.node.pveconf import encode_text
 
 ROOT = "root@pam"
 _USAGE = {
@@ -90,7 +90,7 @@ def _main(argv: list[str]) -> int:
         for vm in vms:
             print(
                 f"{vm['vmid']!s:>10} {vm['name']!s:<20} {vm['status']!s:<10} "
-                f"{int(vm['maxmem']) // 1048576!s:<10} {float(vm.get('maxdisk', 0)) / 1024**3:>12.2f} "
+                f"{int(str(vm['maxmem'])) // 1048576!s:<10} {float(str(vm.get('maxdisk', 0))) / 1024**3:>12.2f} "
                 f"{vm.get('pid', 0)!s:<10}"
             )
         return 0

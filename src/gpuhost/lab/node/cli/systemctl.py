@@ -95,7 +95,7 @@ def main(argv: list[str]) -> int:
                 name = services.unit_name(unit)
                 st = services.read_state(name)
                 since = st.get("since")
-                stamp = time.strftime("%a %Y-%m-%d %H:%M:%S %Z", time.localtime(since)) if since else ""
+                stamp = time.strftime("%a %Y-%m-%d %H:%M:%S %Z", time.localtime(float(str(since)))) if since else ""
                 print(
                     f"Id={name}\nActiveState={services.active_state(name)}\nSubState={st.get('sub', 'dead')}\n"
                     f"MainPID={st.get('pid', 0)}\nLoadState={'loaded' if services.unit_path(name) else 'not-found'}\n"

@@ -17,7 +17,12 @@ def main(argv: list[str]) -> int:
     print(f"Found initrd image: /boot/initrd.img-{st.kernel}", file=sys.stderr)
     print("done", file=sys.stderr)
     if bootloader.esp_uuids("/") is not None:
-        print(refresh_output(st.kernel))
+        # proxmox-kernel-helper 000_proxmox_boot_header: update-grub on a proxmox-boot-tool system warns
+        # and runs 'proxmox-boot-tool refresh'
+        print("W: This system is booted via proxmox-boot-tool:", file=sys.stderr)
+        print("W: Executing 'update-grub' directly does not update the correct configs!", file=sys.stderr)
+        print("W: Running: 'proxmox-boot-tool refresh'", file=sys.stderr)
+        refresh_output(st.kernel, grub=st.boot == "grub-pbt")
     return 0
 
 

@@ -45,7 +45,7 @@ def main(argv: list[str]) -> int:
     os.replace(tmp, target)
     if bootloader.esp_uuids("/") is not None:
         print("Running hook script 'zz-proxmox-boot'..")
-        print(refresh_output(st.kernel))
+        print(refresh_output(st.kernel, grub=st.boot == "grub-pbt"))
     return 0
 
 

@@ -40,7 +40,17 @@ KNOWN_FLAGS = {
     "--no-drm",
     "--install-libglvnd",
     "--no-install-libglvnd",
+    "--allow-installation-with-running-driver",
 }
+#: the daemon holds /dev/nvidiactl open while it runs (its pid file; NVIDIA's unit removes the directory on stop)
+PERSISTENCED_PID = "/var/run/nvidia-persistenced/nvidia-persistenced.pid"
+LOADED_IN_USE = (
+    "WARNING: An NVIDIA kernel module 'nvidia' appears to be already loaded in your kernel.  This may be because "
+    "it is in use (for example, by an X server, a CUDA program, or the NVIDIA Persistence Daemon), but this may "
+    "also happen if your kernel was configured without support for module unloading.  Some of the sanity checks "
+    "that nvidia-installer performs to detect potential installation problems are not possible while an NVIDIA "
+    "kernel module is running."
+)
 MODULES = ("nvidia", "nvidia-uvm", "nvidia-modeset", "nvidia-drm", "nvidia-peermem")
 TOOLS = {
     "nvidia-smi": ("smi", "main", True),
@@ -101,13 +111,16 @@ def main(argv: list[str]) -> int:
         kernel_release = _uname_r()
         if not userspace_only and not os.path.exists(f"/lib/modules/{kernel_release}/build"):
             raise InstallError(NO_KERNEL_SOURCE)
+        skip_load = False
+        if not userspace_only:
+            skip_load = _unload_running(log, "--allow-installation-with-running-driver" in flags)
         _remove_previous(log)
         installed: list[str] = []
         if not userspace_only:
             installed += _install_modules(version, module_type, kernel_release, "--dkms" in flags, log)
         installed += _install_userspace(payload, version, log)
         _write_manifest(version, installed, userspace_only)
-        if not userspace_only:
+        if not userspace_only and not skip_load:
             _load(version, log)
     except InstallError as exc:
         log(str(exc))
@@ -240,6 +253,33 @@ def _write_manifest(version: str, files: list[str], userspace_only: bool) -> Non
     os.makedirs(os.path.dirname(MANIFEST), exist_ok=True)
     with open(MANIFEST, "w") as fh:
         json.dump({"version": version, "userspace_only": userspace_only, "files": files}, fh, indent=1)
+
+
+def _unload_running(log: Log, allow_running: bool) -> bool:
+    """NVIDIA/nvidia-installer kernel.c:1687-1745 ``check_for_loaded_kernel_modules``: a loaded NVIDIA
+    module is unloaded (rmmod); one that stays loaded because it is in use makes the installer ask
+    continue/abort, and ``--silent`` takes the default, ABORT, unless ``--allow-installation-with-running-
+    driver`` (then the module load is skipped: True). Capture of the abort: NVIDIA/cuda-samples#286."""
+    if "nvidia" not in kernel.loaded():
+        return False
+    if not os.path.exists(PERSISTENCED_PID):
+        for name in ("nvidia_drm", "nvidia_modeset", "nvidia_peermem", "nvidia_uvm", "nvidia"):
+            try:
+                kernel.unload(name)
+            except kernel.ModuleError:
+                break
+        if "nvidia" not in kernel.loaded():
+            return False
+    log(LOADED_IN_USE)
+    if not allow_running:
+        raise InstallError(f"{LOADED_IN_USE}\n\n(Answer: Abort installation)")
+    log(
+        "WARNING: Continuing installation despite the presence of a loaded NVIDIA kernel module.  Some sanity "
+        "checks will not be performed.  It is strongly recommended that you reboot your computer after "
+        "installation is complete."
+    )
+    log("Kernel module load tests will be skipped.")
+    return True
 
 
 def _load(version: str, log: Log) -> None:

@@ -40,7 +40,7 @@ def normalize(name: str) -> str:
 
 def node_kernel() -> str:
     with open(paths.NODE_STATE) as fh:
-        return json.load(fh)["kernel"]
+        return str(json.load(fh)["kernel"])
 
 
 def module_file(name: str, kernel: str | None = None) -> str | None:
@@ -84,7 +84,8 @@ def render_module_file(name: str, version: str, kernel: str, **fields: str) -> s
 def loaded() -> dict[str, dict[str, str]]:
     try:
         with open(paths.LOADED_MODULES) as fh:
-            return json.load(fh)
+            mods: dict[str, dict[str, str]] = json.load(fh)
+            return mods
     except (OSError, ValueError):
         return {}
 
@@ -172,7 +173,8 @@ def bindings() -> dict[str, str]:
     """PCI function → the driver that claimed it at boot (``vfio-pci`` for GPUs set aside for VMs)."""
     try:
         with open(f"{paths.KERNEL_RUN}/bindings.json") as fh:
-            return json.load(fh)
+            bound: dict[str, str] = json.load(fh)
+            return bound
     except (OSError, ValueError):
         return {}
 

@@ -15,7 +15,8 @@ SUPPRESS_MARK = "==SUPPRESS=="
 
 def load_table() -> dict[str, Any]:
     with open(os.path.join(os.path.dirname(__file__), "flags.json")) as fh:
-        return json.load(fh)
+        table: dict[str, Any] = json.load(fh)
+    return table
 
 
 def _named(name: str, fn: Callable[[str], Any]) -> Callable[[str], Any]:
@@ -84,6 +85,20 @@ def build_parser(table: dict[str, Any] | None = None) -> argparse.ArgumentParser
     return parser
 
 
+#: ``ServerArgs.from_cli_args`` of releases whose parallel-size flags have long destinations copies them onto the
+#: short fields (sglang 0.5.8.post1 ``srt/server_args.py:4744-4748``)
+_LONG_DESTS = {
+    "tensor_parallel_size": "tp_size",
+    "pipeline_parallel_size": "pp_size",
+    "data_parallel_size": "dp_size",
+    "expert_parallel_size": "ep_size",
+}
+
+
 def parse(argv: list[str]) -> argparse.Namespace:
     """Parse like SGLang: argparse's own errors (exit 2) for unknown, ambiguous or invalid flags."""
-    return build_parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
+    for long, short in _LONG_DESTS.items():
+        if hasattr(args, long) and not hasattr(args, short):
+            setattr(args, short, getattr(args, long))
+    return args

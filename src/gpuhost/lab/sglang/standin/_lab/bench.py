@@ -14,6 +14,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+from . import config, tokenizer
 from .startup import VERSION
 
 NEW = VERSION >= (0, 5, 15)
@@ -79,7 +80,7 @@ def parser() -> argparse.ArgumentParser:
 
 def _base(args: argparse.Namespace) -> str:
     if args.base_url:
-        return args.base_url.rstrip("/")
+        return str(args.base_url).rstrip("/")
     return f"http://{args.host}:{args.port or 30000}"
 
 
@@ -94,6 +95,18 @@ def _headers() -> dict[str, str]:
 def _get(url: str) -> Any:
     with urllib.request.urlopen(urllib.request.Request(url, headers=_headers()), timeout=30) as r:
         return json.loads(r.read() or b"null")
+
+
+def _model_info_tokenizer(base: str) -> str | None:
+    """``/model_info``'s tokenizer when ``--tokenizer`` is unset (0.5.15 on; sglang 0.5.23 benchmark/serving.py)."""
+    if VERSION < (0, 5, 15):
+        return None
+    try:
+        info = _get(f"{base}/model_info")
+    except (urllib.error.URLError, OSError):
+        return None
+    found = info.get("tokenizer_path") or info.get("model_path") if isinstance(info, dict) else None
+    return str(found) if found else None
 
 
 def _lens(args: argparse.Namespace, rng: random.Random) -> list[tuple[int, int]]:
@@ -193,6 +206,7 @@ def _stats(values: list[float]) -> dict[str, float]:
 
 def run(argv: list[str]) -> int:
     args = parser().parse_args(argv)
+    config.set_ulimit()
     base = _base(args)
     deadline = time.monotonic() + getattr(args, "ready_check_timeout_sec", 60)
     while True:
@@ -205,6 +219,14 @@ def run(argv: list[str]) -> int:
                 return 1
             time.sleep(0.5)
     model = args.model or (models.get("data") or [{}])[0].get("id", "default")
+    try:  # the tokenizer, as SGLang's client loads it before any request (sglang 0.5.23 benchmark/serving.py)
+        tokenizer.resolve(args.tokenizer or _model_info_tokenizer(base) or model)
+    except OSError as exc:
+        sys.stderr.write(
+            'Traceback (most recent call last):\n  File "<frozen runpy>", line 198, in _run_module_as_main\n'
+            f"OSError: {exc}\n"
+        )
+        return 1
     if args.dataset_name in ("sharegpt", "random") and not os.path.isfile(args.dataset_path):
         sys.stderr.write(
             'Traceback (most recent call last):\n  File "<frozen runpy>", line 198, in _run_module_as_main\n'
@@ -226,22 +248,32 @@ def run(argv: list[str]) -> int:
                     f"Warmup failed - Please make sure benchmark arguments are correctly specified. Error: {w['error']}"
                 )
         print("Warmup completed. Starting main benchmark run...")
-    limit = threading.Semaphore(args.max_concurrency or len(lens) or 1)
     results: list[dict[str, Any]] = [{} for _ in lens]
     peak = [0, 0]
     lock = threading.Lock()
+    todo = iter(enumerate(lens))
 
-    def worker(i: int, isl: int, osl: int) -> None:
-        with limit:
+    # at most --max-concurrency requests in flight, as the real client's semaphore around each request task
+    # (sglang 0.5.23 benchmark/serving.py); one thread per slot, not per request, so a 3,072-request level
+    # does not need 3,072 threads
+    def worker() -> None:
+        while True:
             with lock:
+                nxt = next(todo, None)
+                if nxt is None:
+                    return
                 peak[0] += 1
                 peak[1] = max(peak[1], peak[0])
-            results[i] = _one(args, base, model, isl, osl, extra)
-            with lock:
-                peak[0] -= 1
+            i, (isl, osl) = nxt
+            try:
+                results[i] = _one(args, base, model, isl, osl, extra)
+            finally:
+                with lock:
+                    peak[0] -= 1
 
     start = time.perf_counter()
-    threads = [threading.Thread(target=worker, args=(i, isl, osl)) for i, (isl, osl) in enumerate(lens)]
+    slots = min(args.max_concurrency or len(lens), len(lens)) or 1
+    threads = [threading.Thread(target=worker) for _ in range(slots)]
     for t in threads:
         t.start()
     for t in threads:
@@ -355,7 +387,7 @@ def report(
             "total_throughput": (n_in + n_out) / duration,
         }
     )
-    keys = {
+    metrics: dict[str, tuple[dict[str, float], tuple[str, ...]]] = {
         "e2e_latency": (
             e2e,
             ("mean", "median", "std", "p90", "p95", "p99") if NEW else ("mean", "median", "std", "p90", "p99"),
@@ -367,7 +399,7 @@ def report(
             ("mean", "median", "std", "p90", "p95", "p99") if NEW else ("mean", "median", "std", "p95", "p99"),
         ),
     }
-    for metric, (stats, names) in keys.items():
+    for metric, (stats, names) in metrics.items():
         for name in names:
             record[f"{name}_{metric}_ms"] = stats[name]
     record.update(

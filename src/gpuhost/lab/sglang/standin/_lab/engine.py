@@ -75,6 +75,7 @@ class Completion:
     content: list[str]
     finish_reason: str
     prompt_tokens: int
+    nan: bool = False  #: NaN logits: greedy picks token 0 every step and the log-probabilities are NaN (null)
 
     @property
     def completion_tokens(self) -> int:
@@ -111,7 +112,18 @@ def complete(
     return Completion(reasoning, content, finish, len(tokens(prompt)))
 
 
-def logprob_entry(token: str, top: int, position: int) -> dict[str, object]:
+def nan_greedy(completion: Completion) -> Completion:
+    """What 0.5.23 answers at temperature 0 when the logits are NaN: an all-greedy batch takes argmax
+    (sglang 0.5.23 layers/sampler.py:207, ``is_all_greedy``), which torch resolves to the first NaN, token 0
+    ("!" in GLM's vocabulary), every step, without raising; the log-probabilities are NaN, which the ORJSON
+    response writes as null."""
+    n = max(1, completion.completion_tokens)
+    return Completion([], [GARBAGE[:1]] * n, "length", completion.prompt_tokens, nan=True)
+
+
+def logprob_entry(token: str, top: int, position: int, nan: bool = False) -> dict[str, object]:
+    if nan:
+        return {"token": token, "logprob": None, "bytes": list(token.encode()), "top_logprobs": []}
     value = -0.0001 - (position % 7) * 0.0123
     entry: dict[str, object] = {"token": token, "logprob": round(value, 6), "bytes": list(token.encode())}
     entry["top_logprobs"] = [{"token": token, "logprob": round(value, 6), "bytes": list(token.encode())}] + [

@@ -14,7 +14,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from . import config, engine, multinode, rendezvous, startup
+from . import config, engine, multinode, rendezvous, speed, startup, texts
 from .load import GpuLoad
 from .version import __version__
 
@@ -29,9 +29,17 @@ class State:
         self.status = "Starting"
         self.max_total_tokens = max_tokens
         self.started = time.time()
-        self.decoded_once = False
         self.lock = threading.Lock()
         self.running = 0
+        self.queued = 0
+        # Admission as SGLang's scheduler does it: a request is scheduled only while fewer than
+        # max_running_requests run (sglang 0.5.23 managers/scheduler.py:4121, get_num_allocatable_reqs <= 0
+        # marks the batch full; the req_to_token pool has max_running_requests rows), the rest wait in the
+        # waiting queue (the '#queue-req' of the batch lines, sglang:num_queue_reqs).
+        self.max_running = admission_bound(args)
+        self.admission = threading.BoundedSemaphore(self.max_running)
+        # a lab fault for gpuhost tune's tests: this variant decodes fast and answers garbage (speed.FAST_WRONG)
+        self.fast_wrong = "fast-wrong" in config.variant_faults(argv)
         self.prompt_tokens_total = 0
         self.generation_tokens_total = 0
         self.requests_total = 0
@@ -40,13 +48,15 @@ class State:
 
     @property
     def served_name(self) -> str:
-        return self.args.served_model_name or self.args.model_path
+        return str(self.args.served_model_name or self.args.model_path)
 
     def server_info(self) -> dict[str, Any]:
         info = {k: v for k, v in vars(self.args).items()}
         info.update(
             {
-                "launch_command": " ".join(["python3", "-m", "sglang.launch_server", *self.argv]),
+                # the argv alone, watermark secrets redacted and nothing else (sglang 0.5.23 server_args.py:717,
+                # sampling/watermarking/core.py:110-134): the API key stays in it
+                "launch_command": " ".join(self.argv),
                 "version": __version__,
                 "startup_time": round(self.started, 3),
                 "frontend": "python",
@@ -55,6 +65,8 @@ class State:
                 "internal_states": [
                     {
                         "avg_spec_accept_length": None,
+                        # the scheduler's own bound (sglang 0.5.23 scheduler_components/internal_state.py:73)
+                        "effective_max_running_requests_per_dp": self.max_running,
                         "last_gen_throughput": 0.0,
                         "memory_usage": {"weight": 56.38, "kvcache": 24.37},
                     }
@@ -179,7 +191,7 @@ class Handler(BaseHTTPRequestHandler):
                     {
                         "error": {
                             "message": f"The model '{name}' does not exist",
-                            "type": "NotFoundError",
+                            "type": "invalid_request_error",  # sglang 0.5.23 http_server.py:2025-2045
                             "param": "model",
                             "code": "model_not_found",
                         }
@@ -243,23 +255,33 @@ class Handler(BaseHTTPRequestHandler):
 
     # ---- generation ------------------------------------------------------------------------
 
-    def _decode(self, completion: engine.Completion, prompt_tokens: int) -> bool:
-        """Bookkeeping around a request; False if the server just died on it."""
+    def _decode(self, completion: engine.Completion, temperature: float = 0.0) -> engine.Completion | None:
+        """The completion as the model computes it; None if the server just died on it.
+
+        ``nan-on-first-decode``: NaN logits from the first decode on. At temperature 0 SGLang 0.5.23 takes argmax
+        and goes on serving wrong tokens with null log-probabilities (:func:`engine.nan_greedy`); a sampled
+        request reaches torch.multinomial, which raises, and the scheduler dies (:func:`crash_nan`)."""
         s = self.state
-        if not s.decoded_once and s.status == "Up":
-            s.decoded_once = True
-            if "nan-on-first-decode" in config.faults():
+        if s.status == "Up" and "nan-on-first-decode" in config.faults():
+            if temperature > 0:
                 crash_nan(s.load)
-                return False
-        return True
+                return None
+            return engine.nan_greedy(completion)
+        return completion
 
     def _run(self, completion: engine.Completion, emit: Any) -> None:
         s = self.state
         delay = config.itl()
-        s.load.begin()
+        start = time.monotonic()  # TTFT and E2E count from arrival, queueing included (as SGLang's do)
+        if not s.admission.acquire(blocking=False):  # every slot taken: it waits in the queue
+            with s.lock:
+                s.queued += 1
+            s.admission.acquire()
+            with s.lock:
+                s.queued -= 1
         with s.lock:
             s.running += 1
-        start = time.monotonic()
+        s.load.begin()
         try:
             config.pause(0.02)
             first = True
@@ -270,8 +292,8 @@ class Handler(BaseHTTPRequestHandler):
                     s.ttft.append(time.monotonic() - start)
                     first = False
                 emit(kind, tok)
-                if delay:
-                    time.sleep(delay)
+                if delay:  # SIMULATED: the settings' effect on decode speed (speed.py documents the model)
+                    time.sleep(delay * speed.factor(s.args, s.running, s.fast_wrong))
         finally:
             with s.lock:
                 s.running -= 1
@@ -280,6 +302,7 @@ class Handler(BaseHTTPRequestHandler):
                 s.generation_tokens_total += completion.completion_tokens
             s.e2e.append(time.monotonic() - start)
             s.load.end()
+            s.admission.release()
 
     def _completion_for(self, body: dict[str, Any], prompt: str) -> engine.Completion:
         kwargs = body.get("chat_template_kwargs") or {}
@@ -289,7 +312,7 @@ class Handler(BaseHTTPRequestHandler):
             prompt,
             max_tokens,
             thinking=thinking,
-            garbage="garbage" in config.faults(),
+            garbage="garbage" in config.faults() or self.state.fast_wrong,
             ignore_eos=bool(body.get("ignore_eos")),
             temperature=float(body.get("temperature") or 0.0),
         )
@@ -314,9 +337,10 @@ class Handler(BaseHTTPRequestHandler):
                 return
             users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
             prompt = _text_of(users[-1].get("content")) if users else ""
-        comp = self._completion_for(body, prompt)
-        if not self._decode(comp, comp.prompt_tokens):
+        decoded = self._decode(self._completion_for(body, prompt), float(body.get("temperature") or 0.0))
+        if decoded is None:
             return
+        comp = decoded
         separate = bool(s.args.reasoning_parser) and not legacy
         rid = uuid.uuid4().hex
         created = int(time.time())
@@ -350,7 +374,7 @@ class Handler(BaseHTTPRequestHandler):
                 delta = {"reasoning_content": tok} if kind == "reasoning" and separate else {"content": tok}
                 chunk = _chunk(rid, created, s.served_name, delta)
                 if want_lp:
-                    chunk["choices"][0]["logprobs"] = {"content": [engine.logprob_entry(tok, top, pos[0])]}
+                    chunk["choices"][0]["logprobs"] = {"content": [engine.logprob_entry(tok, top, pos[0], comp.nan)]}
                 pos[0] += 1
                 self._sse(json.dumps(chunk))
 
@@ -397,11 +421,10 @@ class Handler(BaseHTTPRequestHandler):
                     "role": "assistant",
                     "content": content or None,
                     "reasoning_content": reasoning or None,
-                    "tool_calls": None,
-                }
+                }  # tool_calls: dropped when None (sglang 0.5.23 entrypoints/openai/protocol.py:1299-1304)
             else:
                 text = (f"<think>{reasoning}</think>" if reasoning else "") + content
-                message = {"role": "assistant", "content": text or None, "reasoning_content": None, "tool_calls": None}
+                message = {"role": "assistant", "content": text or None, "reasoning_content": None}
             choice = {
                 "index": 0,
                 "message": message,
@@ -411,7 +434,9 @@ class Handler(BaseHTTPRequestHandler):
             }
             if want_lp:
                 choice["logprobs"] = {
-                    "content": [engine.logprob_entry(t, top, i) for i, t in enumerate(comp.reasoning + comp.content)]
+                    "content": [
+                        engine.logprob_entry(t, top, i, comp.nan) for i, t in enumerate(comp.reasoning + comp.content)
+                    ]
                 }
         self._json(
             200,
@@ -436,13 +461,15 @@ class Handler(BaseHTTPRequestHandler):
             str(prompt),
             params.get("max_new_tokens", 128),
             thinking=False,
-            garbage="garbage" in config.faults(),
+            garbage="garbage" in config.faults() or self.state.fast_wrong,
             ignore_eos=bool(params.get("ignore_eos")),
         )
         if body.get("input_ids"):
             comp.prompt_tokens = len(body["input_ids"])
-        if not self._decode(comp, comp.prompt_tokens):
+        decoded = self._decode(comp, float(params.get("temperature") or 0.0))
+        if decoded is None:
             return
+        comp = decoded
         rid = uuid.uuid4().hex
         text: list[str] = []
 
@@ -470,6 +497,13 @@ class Handler(BaseHTTPRequestHandler):
             return
         self._run(comp, lambda kind, tok: text.append(tok))
         self._json(200, {"text": "".join(text), "output_ids": list(range(len(text))), "meta_info": meta()})
+
+
+def admission_bound(args: argparse.Namespace) -> int:
+    """--max-running-requests, or the stand-in's stand-in for the bound real SGLang derives from its KV pool
+    when the flag is unset (sglang 0.5.23 model_executor/model_runner.py:986, the pool configurator's result)."""
+    value = getattr(args, "max_running_requests", None)
+    return int(value) if value else 64
 
 
 def _text_of(content: Any) -> str:
@@ -516,7 +550,7 @@ def metrics(s: State) -> str:
     used = min(s.max_total_tokens, s.running * 512)
     gauges = (
         ("sglang:num_running_reqs", "The number of running requests.", s.running),
-        ("sglang:num_queue_reqs", "The number of requests in the waiting queue.", 0),
+        ("sglang:num_queue_reqs", "The number of requests in the waiting queue.", s.queued),
         ("sglang:token_usage", "The token usage.", round(used / max(1, s.max_total_tokens), 4)),
         ("sglang:gen_throughput", "The generation throughput (token/s).", float(s.running * 95)),
         ("sglang:max_total_num_tokens", "Maximum total number of tokens in the KV cache pool.", s.max_total_tokens),
@@ -548,20 +582,51 @@ def metrics(s: State) -> str:
     return "\n".join(out) + "\n"
 
 
+#: SGLang logs a decode batch every --decode-log-interval (40) decode steps
+DECODE_LOG_INTERVAL = 40
+
+
+def decode_log(s: State) -> None:
+    """The scheduler's periodic decode line while requests run (sglang 0.5.23
+    ``managers/scheduler_components/metrics_reporter.py:963,1037-1041``, usage parts from
+    ``pool_stats_observer.py:145-148``): ``cuda graph`` is whether the running batch fits the captured sizes
+    (``decode_cuda_graph_runner.py`` ``can_run_graph``: bs <= max_bs), ``#queue-req`` the requests waiting for a slot.
+    Every 40 decode steps as SGLang, but at most twice a second (the lab's decode steps are milliseconds)."""
+    args = s.args
+    graphs = not startup.graph_disabled(args)
+    max_bs = getattr(args, "cuda_graph_max_bs_decode", None) or getattr(args, "cuda_graph_max_bs", None) or 256
+    while True:
+        time.sleep(max(0.5, DECODE_LOG_INTERVAL * config.itl()))
+        with s.lock:
+            running, queued = s.running, s.queued
+        if not running:
+            continue
+        used = min(s.max_total_tokens, running * 512)
+        startup.log(
+            f"Decode batch, #running-req: {running}, #token: {used}, "
+            f"token usage: {used / max(1, s.max_total_tokens):.2f}, cuda graph: {graphs and running <= max_bs}, "
+            f"gen throughput (token/s): {running / max(config.itl(), 1e-3):.2f}, #queue-req: {queued}",
+            "TP0",
+        )
+
+
 def crash_nan(load: GpuLoad) -> None:
-    """The SM120 NaN signature on the first real decode: the scheduler dies, the server with it
+    """NaN logits reaching torch.multinomial (a sampled request): the scheduler dies, the server with it
     (and the GPUs go idle)."""
     load.close()
     startup.log(
-        "Scheduler hit an exception: Traceback (most recent call last):\n"
-        '  File "/usr/local/lib/python3/site-packages/sglang/srt/managers/scheduler.py", line 3120, in '
-        "run_scheduler_process\n    scheduler.event_loop_overlap()\n"
-        '  File "/usr/local/lib/python3/site-packages/sglang/srt/layers/sampler.py", line 187, in forward\n'
-        "    batch_next_token_ids = torch.multinomial(probs, num_samples=1)\n"
-        "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0",
+        texts.fill(
+            "scheduler_exception",
+            "Traceback (most recent call last):\n"
+            '  File "/usr/local/lib/python3/site-packages/sglang/srt/managers/scheduler.py", line 3120, in '
+            "run_scheduler_process\n    scheduler.event_loop_overlap()\n"
+            '  File "/usr/local/lib/python3/site-packages/sglang/srt/layers/sampler.py", line 187, in forward\n'
+            "    batch_next_token_ids = torch.multinomial(probs, num_samples=1)\n"
+            "RuntimeError: probability tensor contains either `inf`, `nan` or element < 0",
+        ),
         "TP0",
     )
-    startup.log("Received sigquit from a child process. It usually means the child failed.")
+    startup.log(texts.fill("sigquit"))
     sys.stderr.flush()
     os._exit(1)
 
@@ -582,6 +647,7 @@ def bind(args: argparse.Namespace) -> ThreadingHTTPServer:
 
 
 def serve(args: argparse.Namespace, argv: list[str]) -> int:
+    config.set_ulimit()
     gpus = startup.visible_gpus()
     mem_fraction = args.mem_fraction_static if args.mem_fraction_static is not None else 0.85
     load = GpuLoad(gpus, mem_fraction)
@@ -603,6 +669,8 @@ def serve(args: argparse.Namespace, argv: list[str]) -> int:
         for line in startup.resolve(args, model, gpus):
             startup.log(line)
         startup.check(args, model, gpus)
+        if "crash" in config.variant_faults(argv):  # a lab fault for gpuhost tune's tests: this variant dies
+            raise startup.StartupError("RuntimeError", "CUDA error: an illegal memory access was encountered")
         load.start()
         config.pause(0.3)
         ranks = multinode.local_ranks(args)
@@ -631,10 +699,11 @@ def serve(args: argparse.Namespace, argv: list[str]) -> int:
         return 0
     startup.log(
         f"max_total_num_tokens={tokens}, chunked_prefill_size={args.chunked_prefill_size or 8192}, "
-        f"max_prefill_tokens={args.max_prefill_tokens}, max_running_requests={args.max_running_requests or 64}"
+        f"max_prefill_tokens={args.max_prefill_tokens}, max_running_requests={admission_bound(args)}"
         f", context_len={model.context_len}, available_gpu_mem={avail - kv_gb - 0.87:.2f} GB",
         "TP0",
     )
+    startup.wait_port_available(args.port, "port", args.host)  # a restart: the old server may still hold it
     httpd = bind(args)
     state = State(args, argv, model, load, tokens)
     Handler.state = state
@@ -648,9 +717,7 @@ def serve(args: argparse.Namespace, argv: list[str]) -> int:
 
     def stop(signum: int, frame: Any) -> None:
         state.status = "Exiting"
-        startup.log(
-            f"Gracefully exiting... Remaining number of requests {state.running}. Remaining requests remaining_rids=[]."
-        )
+        startup.log(texts.fill("gracefully_exiting", state.running, []))
         while state.running and not os.environ.get("SGL_FORCE_SHUTDOWN"):
             time.sleep(0.05)
         if isinstance(group, rendezvous.Store):
@@ -670,7 +737,8 @@ def serve(args: argparse.Namespace, argv: list[str]) -> int:
         config.pause(0.3)
         startup.log(f'INFO:     127.0.0.1:{40000 + pid % 20000} - "POST /generate HTTP/1.1" 200 OK')
     state.status = "Up"
-    startup.log("The server is fired up and ready to roll!")
+    threading.Thread(target=decode_log, args=(state,), daemon=True).start()
+    startup.log(texts.fill("fired_up"))
     while True:
         time.sleep(3600)
 

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import config, multinode
+from . import config, multinode, texts
 from .gpus import Device, devices
 from .version import __version__
 
@@ -105,7 +105,11 @@ def resolve(args: argparse.Namespace, model: Model, gpus: tuple[Device, ...]) ->
         )
     if is_dsa and args.kv_cache_dtype == "auto" and major >= 10:
         args.kv_cache_dtype = "fp8_e4m3"
-        lines.append(f"Setting KV cache dtype to fp8_e4m3 for DeepSeek DSA on SM{major} device.")
+        lines.append(
+            texts.fill("dsa_kv_dtype", "fp8_e4m3", major)
+            if texts.known("dsa_kv_dtype")
+            else f"Setting KV cache dtype to fp8_e4m3 for DeepSeek DSA on SM{major} device."
+        )
     if (
         VERSION >= (0, 5, 17)
         and model.arch == "GlmMoeDsaForCausalLM"
@@ -160,7 +164,7 @@ def check(args: argparse.Namespace, model: Model, gpus: tuple[Device, ...]) -> N
     major = gpus[0].major
     if _fusion_requested(args) and major not in (9, 10):
         if VERSION >= (0, 5, 15):
-            raise StartupError("ValueError", "FlashInfer allreduce fusion requires SM90 or SM10X NVIDIA GPUs.")
+            raise StartupError("ValueError", texts.fill("allreduce_fusion_arch"))
         raise StartupError("RuntimeError", "No supported CUDA architectures found for major versions [9, 10].")
     if model.arch == "GlmMoeDsaForCausalLM" and major == 12 and VERSION >= (0, 5, 17):
         selected = {args.dsa_prefill_backend, args.dsa_decode_backend} - {None}
@@ -225,8 +229,8 @@ def fail(exc: StartupError) -> None:
         f"{exc.exc_type}: {exc.message}"
     )
     if exc.where:
-        log(f"Scheduler hit an exception: {tb}", exc.where)
-        log("Received sigquit from a child process. It usually means the child failed.")
+        log(texts.fill("scheduler_exception", tb), exc.where)
+        log(texts.fill("sigquit"))
     else:
         sys.stderr.write(
             tb.replace(
@@ -240,10 +244,10 @@ def fail(exc: StartupError) -> None:
 def weights(args: argparse.Namespace, model: Model, gpus: tuple[Device, ...]) -> float:
     """Load weights with a tqdm-like progress; returns the GB used per GPU."""
     total_gb = sum(size for _, size in model.shards) / 1e9 if model.shards else 433.0
-    per_gpu = total_gb / max(1, args.tp_size)
+    per_gpu = float(total_gb / max(1, int(args.tp_size)))
     avail = gpus[0].memory_mib / 1024 - 0.5
     for r in multinode.local_ranks(args):
-        log(f"Load weight begin. avail mem={avail:.2f} GB", f"TP{r}")
+        log(texts.fill("load_weight_begin", avail), f"TP{r}")
     n = max(1, len(model.shards) or 8)
     start = time.monotonic()
     for i in range(n + 1):
@@ -262,11 +266,11 @@ def weights(args: argparse.Namespace, model: Model, gpus: tuple[Device, ...]) ->
     elapsed = time.monotonic() - start
     quant = f"quant={args.quantization}, " if args.quantization else ""
     for r in multinode.local_ranks(args):
-        log(
-            f"Load weight end. elapsed={elapsed:.2f} s, type={model.arch}, {quant}avail mem={avail - per_gpu:.2f} GB, "
-            f"mem usage={per_gpu:.2f} GB.",
-            f"TP{r}",
-        )
+        if VERSION >= (0, 5, 15):
+            line = texts.fill("load_weight_end", elapsed, model.arch, quant, avail - per_gpu, per_gpu)
+        else:  # 0.5.8.post1: type, dtype, avail mem, mem usage
+            line = texts.fill("load_weight_end", model.arch, "torch.bfloat16", avail - per_gpu, per_gpu)
+        log(line, f"TP{r}")
     return per_gpu
 
 
@@ -290,6 +294,58 @@ def graph_disabled(args: argparse.Namespace) -> bool:
     )
 
 
+def _cache_dir() -> str:
+    """SGLANG_CACHE_DIR, default ~/.cache/sglang (0.5.23 srt/environ.py: SGLANG_CACHE_DIR); FlashInfer's JIT builds
+    go below it too (environ.py third_party_cache_defaults: FLASHINFER_WORKSPACE_BASE)."""
+    return os.path.expanduser(os.environ.get("SGLANG_CACHE_DIR") or "~/.cache/sglang")
+
+
+def _autotunes(args: argparse.Namespace) -> bool:
+    """0.5.23 runner/flashinfer_autotune.py should_run_flashinfer_autotune: not with --disable-flashinfer-autotune;
+    on for the flashinfer_cutlass MoE runner and for modelopt_fp4's FlashInfer FP4 GEMM."""
+    if getattr(args, "disable_flashinfer_autotune", False):
+        return False
+    moe = getattr(args, "moe_runner_backend", None) or "auto"
+    return moe.startswith("flashinfer_") or args.quantization in ("modelopt_fp4", "modelopt_mixed")
+
+
+def _jit_log(message: str) -> None:
+    """FlashInfer's JIT logger format (flashinfer 0.7.2 jit/core.py FlashInferJITLogger)."""
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S") + ",000"
+    sys.stderr.write(f"{stamp} - INFO - core.py:594 - flashinfer.jit: {message}\n")
+    sys.stderr.flush()
+
+
+def warmup(args: argparse.Namespace, rank: str) -> None:
+    """What 0.5.23 runs inside the capture window before the first batch is captured
+    (runner/decode_cuda_graph_runner.py _capture: self.warmup(); runner/base_runner.py _warmup): kernels built on
+    first use (flashinfer jit/core.py:594, cold builds only), then FlashInfer autotune (runner/flashinfer_autotune.py
+    :304 and :369, flashinfer autotuner.py:1048 and :1071). A first start (nothing in the cache) compiles and tunes
+    from scratch and takes longer; the results stay in the cache for the next start."""
+    cache = os.path.join(_cache_dir(), "flashinfer", "autotune", "0.7.2", "sm120", "lab")
+    result = os.path.join(cache, "rank_tp0_pp0_dp0.json")
+    cold = not os.path.exists(result)
+    config.pause(0.4)
+    if cold:
+        _jit_log("Building JIT module fused_moe_120; this can take several minutes on first use.")
+        config.pause(1.2)
+    if not _autotunes(args):
+        return
+    if "hang-autotune" in config.faults():
+        log(f"Running FlashInfer autotune with cache: {result}", rank)
+        _jit_log("[Autotuner]: Autotuning process starts ...")
+        while True:  # a tactic profile that never returns; only a kill ends it
+            time.sleep(3600)
+    log(f"Running FlashInfer autotune with cache: {result}", rank)
+    _jit_log("[Autotuner]: Autotuning process starts ...")
+    config.pause(1.5 if cold else 0.3)
+    _jit_log("[Autotuner]: Autotuning process ends")
+    os.makedirs(cache, exist_ok=True)
+    with open(result, "w") as fh:
+        fh.write("{}\n")
+    log("FlashInfer autotune completed.", rank)
+
+
 def capture(args: argparse.Namespace, avail: float) -> None:
     if graph_disabled(args):
         return
@@ -299,30 +355,55 @@ def capture(args: argparse.Namespace, avail: float) -> None:
     first = f"TP{multinode.local_ranks(args)[0]}"
     start = time.monotonic()
     if VERSION >= (0, 5, 15):
-        log(
-            f"Capture target decode CUDA graph begin. backend={backend}, num_tokens_per_req=1, "
-            f"avail mem={avail:.2f} GB",
-            first,
-        )
+        log(texts.fill("capture_begin", "target decode", "CUDA graph", backend, 1, avail), first)
     else:
-        log(f"Capture cuda graph begin. This can take up to several minutes. avail mem={avail:.2f} GB", first)
+        log(texts.fill("capture_begin", "cuda graph", avail), first)
+    if VERSION >= (0, 5, 23):
+        warmup(args, first)
+    # the bar TP0 draws while it captures, largest batch first (decode_cuda_graph_runner.py:1325-1343, tqdm)
+    n = len(bs)
+    sys.stderr.write(
+        f"Capturing batches (bs={bs[-1]} avail_mem={avail - 0.1:.2f} GB):   0%|          | 0/{n} [00:00<?, ?it/s]\n"
+    )
+    sys.stderr.flush()
     if "hang-cuda-graph" in config.faults():
         while True:  # the capture never returns (sglang#29580); only a watchdog or a kill ends it
             time.sleep(3600)
     config.pause(0.8)
     elapsed = time.monotonic() - start
+    sys.stderr.write(
+        f"Capturing batches (bs={bs[0]} avail_mem={avail - 0.87:.2f} GB): 100%|##########| {n}/{n} "
+        f"[00:00<00:00, {n / max(elapsed, 0.01):.2f}it/s]\n"
+    )
     if VERSION >= (0, 5, 15):
-        log(
-            f"Capture target decode CUDA graph end. bs={bs}, elapsed={elapsed:.2f} s, mem usage=0.87 GB, "
-            f"avail mem={avail - 0.87:.2f} GB.",
-            first,
-        )
+        log(texts.fill("capture_end", "target decode", "CUDA graph", bs, elapsed, 0.87, avail - 0.87), first)
     else:
-        log(
-            f"Capture cuda graph end. Time elapsed: {elapsed:.2f} s. mem usage=0.87 GB. "
-            f"avail mem={avail - 0.87:.2f} GB.",
-            first,
-        )
+        log(texts.fill("capture_end", "cuda graph", elapsed, 0.87, avail - 0.87), first)
+
+
+def wait_port_available(port: int, port_name: str, host: str = "") -> bool:
+    """SGLang's wait for a port an old process still holds (0.5.23 srt/utils/network.py wait_port_available): up
+    to SGLANG_WAIT_PORT_TIMEOUT (30) tries a second apart, a warning every 5 s after the first 10 (the stand-in
+    does not look the holder up, so it prints the "could not find the process" variant). SGLang waits on the ports
+    it derives (dist_init_port, port_base, nccl_port, …), which an old process holds as well; the stand-in has one,
+    its HTTP port."""
+    import socket
+
+    timeout_s = int(os.environ.get("SGLANG_WAIT_PORT_TIMEOUT", "30"))
+    for i in range(timeout_s):
+        probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        try:  # network.py is_port_available: SO_REUSEADDR, bind, close
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind((host, port))
+            return True
+        except OSError:
+            pass
+        finally:
+            probe.close()
+        if i > 10 and i % 5 == 0:
+            log(f"The port {port} is in use, but we could not find the process that uses it.")
+        time.sleep(1)
+    return False
 
 
 def visible_gpus() -> tuple[Device, ...]:

@@ -59,6 +59,14 @@ def lab_address(subnet: int, host: int) -> str:
     return f"127.77.{_address_block() + subnet}.{host}"
 
 
+def reserved_address(network: int, subnet: int, host: int) -> str:
+    """An address in this process's block of ``127.NETWORK.0.0/16`` (the same 20 /24s as :func:`lab_address`,
+    in another /16): fixtures that hand out addresses of their own (plain sshd hosts, the provisioning labs)
+    stay apart from another process's."""
+    assert network in (81, 82) and 0 <= subnet < 20 and 0 < host < 255
+    return f"127.{network}.{_address_block() + subnet}.{host}"
+
+
 def lab_nodes() -> list[NodeSpec]:
     return [
         NodeSpec("pve1", lab_address(0, 1), boot="systemd-boot", cpu="amd", pve=8),
@@ -211,6 +219,7 @@ SRC = str(Path(__file__).resolve().parents[1] / "src")
 #: serving-test variables that keep the lab's stand-ins quick to judge (short polls and timeouts)
 FAST_SERVING_VARS = {
     "sglang_ready_timeout": 120,
+    "sglang_first_ready_timeout": 120,
     "sglang_capture_timeout": 30,
     "sglang_poll_interval": 0.3,
     "smg_ready_timeout": 60,

@@ -114,3 +114,45 @@ def test_check_mode_does_not_wait_for_the_lock(node, tmp_path):
     assert time.monotonic() - started < 10, "check mode waited for the lock"
     assert check.returncode == 0, check.stdout + check.stderr
     assert report_of(first)["hosts"]["pve1"]["failed"] == 0
+
+
+def test_killed_run_holds_the_lock_until_its_remote_command_is_gone(node, tmp_path):
+    """SIGKILL of a run in its slow step: its remote command is stopped before the lock is let go, so the next
+    run never overlaps it (before: start-A, start-B, end-A, end-B)."""
+    book = playbook(tmp_path)
+    first = start(node, book)
+    wait_for_log(node)
+    first.kill()
+    first.communicate(timeout=30)
+    second = report_of(start(node, book, "--lock-wait", "30"))
+    assert second["hosts"]["pve1"]["failed"] == 0, second["tasks"]
+    time.sleep(7)  # past the killed command's own end, had it lived
+    log = [line.split() for line in node.run("pve1", f"cat {DIR}/log").stdout.splitlines() if line]
+    assert [entry[0] for entry in log] == ["start", "start", "end", "handler"], log
+    assert log[0][1] != log[1][1] and log[2][1] == log[1][1], log  # the end is the second run's
+    assert node.run("pve1", "ls /run/gpuhost/ 2>/dev/null").stdout == ""  # the registries went with the locks
+
+
+def test_sigterm_ends_the_run_with_an_end_event_and_stops_its_remote_command(node, tmp_path):
+    book = playbook(tmp_path)
+    proc = subprocess.Popen(
+        gpuhost_cmd("run", str(book), "-i", str(node.inventory), "--limit", "pve1", "--json-events"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=gpuhost_env(),
+    )
+    wait_for_log(node)
+    proc.terminate()
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 1, out + err
+    events = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    assert events[-1]["event"] == "end" and events[-1]["exit_code"] == 1, events[-1]
+    assert events[-1]["hosts"]["pve1"]["unreachable"] is False
+    failed = [e for e in events if e.get("status") == "failed"]
+    assert failed and "interrupted by SIGTERM" in failed[0]["error"], failed
+    assert "internal error" not in err
+    time.sleep(7)  # past the slow step's own end, had it lived
+    log = [line.split()[0] for line in node.run("pve1", f"cat {DIR}/log").stdout.splitlines() if line]
+    assert log == ["start"], log
+    assert node.run("pve1", "test -e /run/lock/gpuhost.holder").rc == 1

@@ -8,7 +8,7 @@ The hierarchy::
     │   ├── InventoryError
     │   └── PlaybookError
     ├── SecretError                   a secret named in the inventory cannot be read       (exit 2)
-    ├── TemplateError                 a template is missing or uses an undefined variable  (exit 1)
+    ├── TemplateError                 a template is missing, unsafe or fails to render   (exit 2)
     ├── ConnectionFailed              cannot reach or log in to a host                     (exit 1)
     │   └── HostKeyMismatch           the host presented a key we do not trust
     ├── CommandFailed                 a remote or local command exited non-zero            (exit 1)
@@ -16,6 +16,7 @@ The hierarchy::
     │   └── CommandTimeout            it ran past its timeout (exit 124)
     ├── FactError                     a host's state cannot be read or makes no sense      (exit 1)
     ├── OperationFailed               an operation cannot reach its desired state          (exit 1)
+    ├── GpuConflict                    a change would take a device a running guest holds   (exit 2)
     └── ProbeError                    the GPU probe cannot run on a target                 (exit 2)
 
 Messages never contain secrets: anything registered with :mod:`gpuhost.redact`
@@ -81,7 +82,9 @@ class SecretError(GpuhostError):
 
 
 class TemplateError(GpuhostError):
-    pass
+    """A template is missing, refused by the sandbox, or fails to render: bad input (exit 2)."""
+
+    exit_code = 2
 
 
 class ConnectionFailed(GpuhostError):
@@ -156,6 +159,13 @@ class ConfigChanged(OperationFailed):
     def __init__(self, path: str, planned: str, detail: str) -> None:
         self.path, self.planned, self.detail = path, planned, detail
         super().__init__(f"{path} changed since gpuhost read it ({detail})")
+
+
+class GpuConflict(GpuhostError):
+    """A change would take a device from a running guest that holds it (a CT's GPU bound to vfio-pci, a running
+    VM's GPU given to another VM): refused before anything changed on the host (exit 2)."""
+
+    exit_code = 2
 
 
 class ProbeError(GpuhostError):

@@ -35,9 +35,14 @@ def read_secret(what: str, *, env: str | None = None, file: str | None = None) -
     else:
         return None
     value = value.strip()
-    if "\x00" in value:
-        raise SecretError(f"{what}: the secret contains a NUL byte")
     if not value:
         raise SecretError(f"{what}: the secret is empty")
+    bad = next((c for c in value if ord(c) < 0x20 or ord(c) == 0x7F), None)
+    if bad is not None:
+        # a newline in an API key would become a second line of the env file (another variable for SGLang)
+        raise SecretError(
+            f"{what}: the secret contains a control character ({'NUL' if bad == chr(0) else repr(bad)}); "
+            "a secret is one line of printable text"
+        )
     register_secret(value)
     return value

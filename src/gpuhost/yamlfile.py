@@ -26,7 +26,7 @@ class _Refused(Exception):
         self.message, self.line = message, line
 
 
-class _StrictComposer(Composer):  # type: ignore[misc]
+class _StrictComposer(Composer):
     """ruamel's composer, refusing aliases (they can expand without bound) and tags beyond YAML's own
     as it meets them: one pass over the file, with the offending line."""
 
@@ -63,7 +63,9 @@ def load(path: Path, error: type[ConfigError] = ConfigError) -> Any:
     yaml = YAML(typ="rt")
     yaml.Composer = _StrictComposer
     try:
-        return yaml.load(text)
+        doc = yaml.load(text)
+    except RecursionError:
+        raise error(f"nested more than {MAX_DEPTH} levels deep", file=str(path)) from None
     except _Refused as exc:
         raise error(exc.message, file=str(path), line=exc.line) from None
     except DuplicateKeyError as exc:
@@ -75,6 +77,27 @@ def load(path: Path, error: type[ConfigError] = ConfigError) -> Any:
         raise error(f"invalid YAML: {exc.problem}", file=str(path), line=line) from None
     except YAMLError as exc:
         raise error(f"invalid YAML: {type(exc).__name__}", file=str(path)) from None
+    _check_depth(doc, path, error)
+    return doc
+
+
+#: deepest nesting of mappings and lists a file may have (an inventory needs about 8)
+MAX_DEPTH = 64
+
+
+def _check_depth(doc: Any, path: Path, error: type[ConfigError]) -> None:
+    """Refuse a document nested deeper than :data:`MAX_DEPTH` (walked without recursion), naming its line."""
+    stack: list[tuple[Any, int]] = [(doc, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if not isinstance(node, (dict, list)):
+            continue
+        if depth > MAX_DEPTH:
+            lc = getattr(node, "lc", None)
+            line = lc.line + 1 if lc is not None and lc.line is not None else None
+            raise error(f"nested more than {MAX_DEPTH} levels deep", file=str(path), line=line)
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((child, depth + 1) for child in children)
 
 
 def plain(value: Any) -> Any:

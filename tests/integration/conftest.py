@@ -1,4 +1,4 @@
-"""Integration fixtures: real OpenSSH sshd hosts on 127.0.9.0/24 (root required)."""
+"""Integration fixtures: real OpenSSH sshd hosts on this process's block of 127.82.0.0/16 (root required)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.lab_fixtures import reserved_address
 from tests.support.sshd_host import SshdHost, make_host, remove
 
-_ADDRESSES = iter(f"127.0.9.{i}" for i in range(1, 250))
+_ADDRESSES = (reserved_address(82, i // 250, i % 250 + 1) for i in range(20 * 250))
 
 
 def _require_root() -> None:

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "playbooks" / "example.yml"
 SCHEMA = json.loads((REPO / "docs" / "schema" / "run-report.schema.json").read_text())
-WATCHED = ["/etc/modules", "/etc/modprobe.d/gpuhost-vfio.conf", "/etc/motd"]
+WATCHED = ["/etc/modules", "/etc/modprobe.d/gpuhost-nouveau.conf", "/etc/motd"]
 
 
 def gpuhost(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -81,7 +81,8 @@ def test_first_run_changes_second_run_changes_nothing(node):
     assert first.returncode == 0, first.stdout + first.stderr
     assert "changed" in first.stdout and "handler: update initramfs" in first.stdout
     assert host.upper("/etc/modules").read_text().endswith("vfio\nvfio_iommu_type1\nvfio_pci\n")
-    assert "ids=10de:2bb5" in host.upper("/etc/modprobe.d/gpuhost-vfio.conf").read_text()
+    assert "blacklist nouveau" in host.upper("/etc/modprobe.d/gpuhost-nouveau.conf").read_text()
+    assert not host.upper("/etc/modprobe.d/gpuhost-vfio.conf").exists(), "the example binds no GPU to vfio-pci"
     assert host.upper("/var/log/initramfs-calls").read_text() == "-u -k all\n"
 
     second = gpuhost("run", str(EXAMPLE), "-i", str(inventory), "--json")
@@ -98,7 +99,7 @@ def test_check_diff_shows_changes_and_writes_nothing(node):
     r = gpuhost("run", str(EXAMPLE), "-i", str(inventory), "--check", "--diff")
     assert r.returncode == 0, r.stderr
     assert "+vfio_pci" in r.stdout
-    assert "+options vfio-pci ids=10de:2bb5 disable_vga=1" in r.stdout
+    assert "+blacklist nouveau" in r.stdout and "vfio-pci ids=" not in r.stdout
     assert "would change" in r.stdout and "check mode" in r.stdout
     assert checksums(host) == before
     assert not host.upper("/var/log/initramfs-calls").exists(), "a handler ran in check mode"
@@ -158,7 +159,7 @@ def test_host_key_mismatch_is_refused_with_a_clear_message(node, tmp_path):
     r = gpuhost("run", str(EXAMPLE), "-i", str(inventory))
     assert r.returncode == 1
     assert "host key mismatch" in r.stdout and "unreachable" in r.stdout
-    assert not host.upper("/etc/modprobe.d/gpuhost-vfio.conf").exists()
+    assert not host.upper("/etc/modprobe.d/gpuhost-nouveau.conf").exists()
 
 
 def test_facts_command(node):

@@ -174,10 +174,10 @@ def test_list_tasks_tags_and_start_at_task(node, tmp_path):  # noqa: F811
 def test_extra_vars_file_errors_name_its_line(node, tmp_path):  # noqa: F811
     host, inventory = node
     good = tmp_path / "vars.yml"
-    good.write_text("# ids for this site\nvfio_ids: ['10de:2330']\n")
+    good.write_text("# who runs this site\nmanaged_by: ops-team\n")
     r = gpuhost("run", str(EXAMPLE), "-i", str(inventory), "-e", f"@{good}", "--check", "--diff")
     assert r.returncode == 0, r.stderr
-    assert "ids=10de:2330" in r.stdout
+    assert "+This host is managed by ops-team (node1)." in r.stdout
     bad = tmp_path / "bad.yml"
     bad.write_text("vfio_ids: ['10de:2330']\n'not a name': 1\n")
     r = gpuhost("run", str(EXAMPLE), "-i", str(inventory), "-e", f"@{bad}")

@@ -2,6 +2,7 @@
 ProxyJump, ProxyCommand), an inventory jump host (per node and from a group's ssh_defaults), IPv6."""
 
 import socket
+import subprocess
 
 import pytest
 
@@ -114,3 +115,32 @@ def test_ipv6_address(tmp_path):
         assert "  node6" in r.stdout.splitlines()
     finally:
         remove(host)
+
+
+def test_no_key_to_offer_names_what_was_tried_and_the_three_fixes(sshd_host, tmp_path):
+    # the trap: paramiko's bare "No authentication methods available" with nothing to act on
+    inv = tmp_path / "inv.yml"
+    inv.write_text(
+        f"nodes:\n  a:\n    address: {sshd_host.address}\n    ssh:\n      config_file: none\n      use_agent: false\n"
+        f"      known_hosts_file: {sshd_host.known_hosts}\n"
+    )
+    r = gpuhost("shell", "a", "-i", str(inv), "--", "true", env={"HOME": str(tmp_path)})
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert (
+        "No authentication methods available: logging in as root: no key file was found to try; ssh-agent not "
+        "used (ssh.use_agent: false). Fix: name the key in the inventory (ssh.key_file), load it into ssh-agent "
+        "(ssh-add KEY), or give the host an IdentityFile in ~/.ssh/config"
+    ) in " ".join(r.stdout.split())
+
+
+def test_a_refused_key_is_named(sshd_host, tmp_path):
+    wrong = tmp_path / "wrong_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(wrong)], check=True)
+    inv = tmp_path / "inv.yml"
+    inv.write_text(
+        f"nodes:\n  a:\n    address: {sshd_host.address}\n    ssh:\n      config_file: none\n      use_agent: false\n"
+        f"      key_file: {wrong}\n      known_hosts_file: {sshd_host.known_hosts}\n"
+    )
+    r = gpuhost("shell", "a", "-i", str(inv), "--", "true", env={"HOME": str(tmp_path)})
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert f"Authentication failed: logging in as root: key files tried: {wrong};" in " ".join(r.stdout.split())

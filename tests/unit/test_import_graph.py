@@ -5,7 +5,7 @@ with ``connection`` beside ``facts`` (both on ``core``, neither on the other); `
 the facts, ``pve.api`` with the connection. The base modules (:data:`BASE`) may be imported from any
 layer and import none. ``serve`` (profiles, flag tables, validator, launch command, log signatures) is the
 serving library on the checks, below the operations: the sglang launch role and its operations build on it.
-``p2p`` and ``bench_serving`` are applications on serve, checks, facts, connection and core. ``gpuhost.lab`` (test tooling), ``gpuhost.probe`` and ``gpuhost.tools`` (programs
+``p2p``, ``bench_serving`` and ``serve.service`` are applications on serve, checks, facts, connection and core. ``gpuhost.lab`` (test tooling), ``gpuhost.probe`` and ``gpuhost.tools`` (programs
 shipped to targets) are not walked as the product; the product may not import the lab (only the ``gpuhost lab``
 commands in ``cli`` front it), and the shipped programs must import nothing of gpuhost outside their own package.
 
@@ -29,7 +29,10 @@ PKG = SRC / "gpuhost"
 NOT_WALKED = ("gpuhost.lab", "gpuhost.probe", "gpuhost.tools")
 BASE = ("errors", "redact", "yamlfile", "resources", "secrets", "templating", "inventory", "lazy_table")
 CORE_PROTOCOL = "gpuhost.core.context"
-APPS = ("p2p", "bench_serving")
+APPS = ("p2p", "bench_serving", "capture")
+#: ``gpuhost serve status|logs|stop|restart`` and ``verify serve --group``: an application on the serving library
+#: (it opens connections through the ``connect`` it is given), beside it in ``serve/``
+SERVE_SERVICE = "gpuhost.serve.service"
 
 #: What each layer may import, besides itself and the base modules.
 ALLOWED: dict[str, set[str]] = {
@@ -47,6 +50,7 @@ ALLOWED: dict[str, set[str]] = {
     "runner": {"playbook", "roles", "operations", "serve", "checks", "facts", "connection", "core"},
     "cli": {
         "acceptance",
+        "doctor",
         "runner",
         "playbook",
         "roles",
@@ -71,6 +75,8 @@ ALLOWED: dict[str, set[str]] = {
         "core",
         "app",
     },
+    # the doctor reads the stack with the acceptance suite's expectations and the shared checks, and ranks
+    "doctor": {"acceptance", "runner", "roles", "operations", "serve", "checks", "facts", "connection", "core", "app"},
     "app": {"serve", "checks", "facts", "connection", "core"},
     "base": set(),
 }
@@ -96,7 +102,7 @@ def layer_of(module: str) -> str:
         return "cli"
     if top in BASE:
         return "base"
-    if top in APPS:
+    if top in APPS or module == SERVE_SERVICE:
         return "app"
     if top == "pve":
         return "connection" if parts[2:3] == ["api"] else "facts"

@@ -40,6 +40,7 @@ SCHEMES = {
 _lock = threading.Lock()
 _inventory: Inventory | None = None
 _connections: dict[str, Connection] = {}
+_closed_trips = 0  # remote commands run by connections closed since the last take_round_trips()
 
 
 def use_inventory(inventory: Inventory | None) -> None:
@@ -94,10 +95,28 @@ def guest_connection(node: str, vmid: int) -> Connection:
 
 
 def close_all() -> None:
+    global _closed_trips
     with _lock:
         for conn in _connections.values():
+            _closed_trips += _trips(conn)
             conn.close()
         _connections.clear()
+
+
+def take_round_trips() -> int:
+    """Remote commands run over the shared connections (each one round trip): those closed since the last call,
+    and those still open."""
+    global _closed_trips
+    with _lock:
+        trips = _closed_trips + sum(_trips(c) for c in _connections.values())
+        _closed_trips = 0
+    return trips
+
+
+def _trips(conn: Connection) -> int:
+    """An SSH connection's session channels (its containers' ``pct exec`` included), else its commands."""
+    opened = getattr(conn, "sessions_opened", None)
+    return opened if isinstance(opened, int) else conn.commands_run
 
 
 def _split(spec: str, scheme: str) -> tuple[str, int]:

@@ -1,8 +1,9 @@
 """``--drift``: what changed on a node since the last provision (versions, command lines, configs).
 
-A snapshot is a flat mapping of names to texts, read in one round trip per node and one per container,
-stored on the controller under ``$XDG_STATE_HOME/gpuhost/<inventory-hash>/<node>.json`` (default
-``~/.local/state``). ``gpuhost provision`` writes it after a successful run; ``--drift`` compares.
+A snapshot is a flat mapping of names to texts, read in one round trip per node
+(:data:`~gpuhost.facts.snapshot.state_snapshot`), stored on the controller under
+``$XDG_STATE_HOME/gpuhost/<inventory-hash>/<node>.json`` (default ``~/.local/state``). ``gpuhost provision``
+reads it at the end of a successful run and writes it; ``--drift`` compares.
 """
 
 from __future__ import annotations
@@ -16,41 +17,23 @@ from pathlib import Path
 from typing import Any
 
 from gpuhost.connection.base import Connection
-from gpuhost.facts.batch import parse_sections, sections_command
-from gpuhost.facts.boot import GRUB_DEFAULT, KERNEL_CMDLINE
-from gpuhost.facts.nvidia import USERSPACE_LISTING, parse_nvml_library_versions
+from gpuhost.facts.snapshot import state_snapshot
 from gpuhost.inventory.loader import Inventory
 
 SCHEMA = "gpuhost.snapshot/1"
 
-NODE_PROBES = {
-    "kernel": "uname -r",
-    "pve": "pveversion",
-    "nvidia module": "cat /proc/driver/nvidia/version 2>/dev/null | head -1",
-    "/proc/cmdline": "cat /proc/cmdline",
-    KERNEL_CMDLINE: f"cat {KERNEL_CMDLINE}",
-    GRUB_DEFAULT: f"grep -E '^GRUB_CMDLINE' {GRUB_DEFAULT}",
-}
 
-
-def _ct_config_probe(ctid: int) -> str:
-    # the digest line changes on every write; it is not part of what a user configured
-    return f"grep -v '^digest:' /etc/pve/lxc/{int(ctid)}.conf"
+def snapshot_read(inventory: Inventory, node: str) -> tuple[Any, ...]:
+    """The fact key of ``node``'s snapshot with every container of its inventory entry (what a run reads at its end
+    for ``gpuhost provision``: :attr:`gpuhost.runner.run.RunOptions.snapshot`)."""
+    return (state_snapshot, *sorted(inventory.nodes[node].containers))
 
 
 def take(conn: Connection, containers: list[int]) -> dict[str, str]:
-    probes = dict(NODE_PROBES)
-    probes.update({f"CT {c} config": _ct_config_probe(c) for c in containers})
-    sections = parse_sections(conn.run(sections_command(probes), check=False).stdout)
-    out = {k: s.output.strip() for k, s in sections.items() if s.ok}
-    for ctid in containers:
-        from gpuhost.connection.pct import PctConnection
+    """The node's snapshot now (one round trip)."""
+    from gpuhost.runner.connect import read_fact
 
-        r = PctConnection(conn, ctid).run(USERSPACE_LISTING, check=False)
-        versions = parse_nvml_library_versions(r.stdout)
-        if versions:
-            out[f"CT {ctid} NVIDIA userspace"] = versions[0]
-    return out
+    return read_fact(conn, state_snapshot, *containers)
 
 
 def state_dir(inventory_path: Path) -> Path:

@@ -215,16 +215,18 @@ def prove(request: pytest.FixtureRequest) -> Prove:
         if failed:
             pytest.fail("\n".join(describe(f) for f in failed), pytrace=False)
 
-    def run(fn: Callable[..., Finding | None] | list[Finding], *args: Any, not_applicable: str = "") -> Any:
+    def run(
+        fn: Callable[..., Finding | list[Finding] | None] | list[Finding], *args: Any, not_applicable: str = ""
+    ) -> Any:
         if isinstance(fn, list):  # findings a pluggable proof module returned
             record(fn)
             return fn
         name = getattr(fn, "check_name", fn.__name__)
         request.node.user_properties.append(("check", name))
         finding = fn(*args)
-        if finding is None:
+        if finding is None or finding == []:
             pytest.skip(f"{name}: {not_applicable or 'does not apply to this host'}")
-        record([finding])
+        record(finding if isinstance(finding, list) else [finding])
         return finding
 
     return run

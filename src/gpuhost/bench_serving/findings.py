@@ -10,11 +10,13 @@ Thresholds:
 
 from __future__ import annotations
 
+import math
 from itertools import pairwise
 from typing import Any
 
 from gpuhost.bench_serving.results import LevelSummary
 from gpuhost.checks.finding import Finding, Level, check
+from gpuhost.checks.serve import running_bound
 
 PLATEAU_GAIN_PCT = 15.0
 PLATEAU_MIN_CONCURRENCY_STEP = 1.5
@@ -26,7 +28,19 @@ NOT_COMPUTE_BOUND = "bench.not-compute-bound"
 FAILED_REQUESTS = "bench.failed-requests"
 TTFT_EXPLOSION = "bench.ttft-explosion"
 GPU_SAMPLES = "bench.gpu-samples"
+ADMISSION = "bench.admission-bound"
 REGRESSION = "bench.regression"
+INCOMPLETE = "bench.incomplete-result"
+FIGURES_SANE = "bench.figures-sane"
+TOKEN_COUNTS = "bench.token-counts"
+
+#: the text that came back retokenizes to under half (or over twice) the tokens counted. Of the 171 printed blocks in
+#: sgl-project/sgl-cookbook's docs (7b5bd9c), 158 are within 10 % and one is outside a factor of two (GLM-4.6V through
+#: a chat backend: tests/fixtures/sglang/bench/SOURCE.md)
+RETOKENIZED_RATIO = 2.0
+#: backends whose client keeps only the chat answer (``delta.content``), never the reasoning text
+#: (sglang/bench_serving.py ``async_request_openai_chat_completions``)
+_CHAT_BACKENDS = ("sglang-oai-chat", "vllm-chat", "lmdeploy-chat", "openai-chat")
 
 
 def _ordered(summaries: list[LevelSummary]) -> list[LevelSummary]:
@@ -129,16 +143,6 @@ def check_failed_requests(summaries: list[LevelSummary], target: str = "server")
                     fix="look at the server log for the level's time window; rerun the level alone",
                 )
             )
-        elif r.status == "partial":
-            out.append(
-                Finding(
-                    Level.WARN,
-                    FAILED_REQUESTS,
-                    target,
-                    f"{s.label}: the result is incomplete",
-                    cause="; ".join(r.notes) or None,
-                )
-            )
         errors = r.extra.get("error_count")
         if isinstance(errors, int) and errors > 0:
             out.append(
@@ -150,6 +154,148 @@ def check_failed_requests(summaries: list[LevelSummary], target: str = "server")
                     fix="see the JSONL 'errors' list (--output-details)",
                 )
             )
+    return out
+
+
+@check(
+    INCOMPLETE,
+    title="A benchmark result is incomplete",
+    group="bench",
+    meaning="The printed block was cut (no closing '=====' line) or lacks a core figure: what is there is kept, "
+    "but the level is not fully described. No request failed because of it.",
+    fix="Save the whole output (or the --output-file JSONL line) and read it again.",
+)
+def check_incomplete(summaries: list[LevelSummary], target: str = "server") -> list[Finding]:
+    return [
+        Finding(
+            Level.WARN,
+            INCOMPLETE,
+            target,
+            f"{s.label}: the result is incomplete",
+            cause="; ".join(s.result.notes) or None,
+            fix="read the complete output or the JSONL line",
+        )
+        for s in summaries
+        if s.result.status == "partial"
+    ]
+
+
+@check(
+    FIGURES_SANE,
+    title="The latency and token figures are physically possible",
+    group="bench",
+    meaning="Figures a streaming client cannot produce: inter-token latency 0 with many tokens per request, TTFT "
+    "equal to the whole request, a negative TPOT, TPOT far above every inter-token gap, or no text at all. The "
+    "client did not see tokens arrive one by one (no streaming, a buffering proxy, a backend or bench fork that "
+    "returns the answer at once): the latency figures do not describe the server.",
+    fix="Benchmark with streaming on (drop --disable-stream; a proxy must not buffer), the SGLang bench_serving "
+    "of the server's version, and the model's tokenizer (--tokenizer).",
+)
+def check_figures_sane(summaries: list[LevelSummary], target: str = "server") -> list[Finding]:
+    out: list[Finding] = []
+    for s in summaries:
+        if s.result.status == "failed":
+            continue
+        seen: list[str] = []
+        requests = _num(s.figure("successful_requests"))
+        generated = _num(s.figure("total_output_tokens"))
+        per_request = generated / requests if generated is not None and requests else None
+        itl = [v for v in (_num(s.figure(f"{k}_itl_ms")) for k in ("mean", "median", "p99")) if v is not None]
+        if itl and all(v == 0 for v in itl) and per_request is not None and per_request > 1.5:
+            seen.append(f"inter-token latency 0 ms at {per_request:.0f} tokens per request")
+        ttft, e2e = _num(s.figure("mean_ttft_ms")), _num(s.figure("mean_e2e_latency_ms"))
+        if ttft == 0 and per_request:
+            seen.append("TTFT 0 ms")
+        elif ttft and e2e and per_request and per_request > 1.5 and ttft >= 0.95 * e2e:
+            seen.append(f"mean TTFT {ttft:.0f} ms is the whole request ({e2e:.0f} ms)")
+        for k in ("mean", "median", "p99"):
+            v = _num(s.figure(f"{k}_tpot_ms"))
+            if v is not None and math.copysign(1.0, v) < 0:  # -0.00 as printed is negative too
+                seen.append(f"{k} TPOT {v:.2f} ms is negative")
+                break
+        p99_tpot, p99_itl = _num(s.figure("p99_tpot_ms")), _num(s.figure("p99_itl_ms"))
+        if p99_tpot and p99_itl is not None and p99_tpot > 3 * p99_itl:
+            seen.append(f"P99 TPOT {p99_tpot:.2f} ms is above every inter-token gap (P99 ITL {p99_itl:.2f} ms)")
+        if _num(s.figure("total_output_tokens_retokenized")) == 0 and generated:
+            seen.append("the client got no text back (0 retokenized tokens)")
+        if seen:
+            out.append(
+                Finding(
+                    Level.WARN,
+                    FIGURES_SANE,
+                    target,
+                    f"{s.label}: " + "; ".join(seen) + ": the latency figures do not describe the server",
+                    cause="the client did not see the tokens arrive one by one (streaming off, a buffering proxy, a "
+                    "bench that returns the answer at once) or counted them with another tokenizer",
+                    fix="rerun with streaming on, the bench_serving of the server's SGLang version and the model's "
+                    "tokenizer",
+                )
+            )
+    return out
+
+
+def _token_count_cause(s: LevelSummary, generated: float, requests: float | None) -> tuple[str, str]:
+    backend = s.figure("backend")
+    if requests and requests >= 10 and generated == int(generated) and int(generated) % int(requests) == 0:
+        per = int(generated) // int(requests)
+        return (
+            f"every request counted exactly {per} tokens: the client counted the length it asked for, because the "
+            "server sent no usage figures with its stream (bench_serving keeps the asked length then); the "
+            "retokenized count is what came back",
+            "read the retokenized count as the output; use a backend whose server reports usage (--backend sglang) "
+            "or have the server honour ignore_eos",
+        )
+    if isinstance(backend, str) and backend in _CHAT_BACKENDS:
+        return (
+            f"the {backend} client keeps only the answer text, not the reasoning text the server also generated "
+            "(a reasoning parser splits it off), so fewer tokens come back than were counted",
+            "bench with --backend sglang (the native /generate text) or without the reasoning parser",
+        )
+    return (
+        "the text that came back does not hold the tokens the server counted: another tokenizer on the client, "
+        "special or stop tokens dropped from the text, or the text cut",
+        "bench with the model's tokenizer (--tokenizer) and read a few outputs (--output-details)",
+    )
+
+
+@check(
+    TOKEN_COUNTS,
+    title="The tokens counted match the text that came back",
+    group="bench",
+    meaning="bench_serving counts each request's output twice: the server's (or the asked) token count, which the "
+    "throughput figures use, and the retokenized length of the text it received. A factor of two between them "
+    "means the throughput counts tokens the text does not hold (the asked length counted, the reasoning text "
+    "dropped by a chat client, another tokenizer).",
+    fix="Read a few outputs (--output-details); bench with the native backend and the model's tokenizer.",
+)
+def check_token_counts(summaries: list[LevelSummary], target: str = "server") -> list[Finding]:
+    out: list[Finding] = []
+    for s in summaries:
+        if s.result.status == "failed":
+            continue
+        generated = _num(s.figure("total_output_tokens"))
+        retok = _num(s.figure("total_output_tokens_retokenized"))
+        if not generated or not retok:  # no text at all is the figures-sane check's
+            continue
+        ratio = retok / generated
+        if 1 / RETOKENIZED_RATIO <= ratio <= RETOKENIZED_RATIO:
+            continue
+        factor = ratio if ratio > 1 else 1 / ratio
+        fewer = "fewer" if ratio < 1 else "more"
+        duration = _num(s.figure("duration_s"))
+        real = f"; by the text, output throughput is {retok / duration:.0f} tok/s" if duration else ""
+        cause, fix = _token_count_cause(s, generated, _num(s.figure("successful_requests")))
+        out.append(
+            Finding(
+                Level.WARN,
+                TOKEN_COUNTS,
+                target,
+                f"{s.label}: {generated:.0f} tokens counted but the text retokenizes to {retok:.0f} "
+                f"({factor:.1f}x {fewer}){real}: the output throughput counts tokens the text does not hold",
+                cause=cause,
+                fix=fix,
+            )
+        )
     return out
 
 
@@ -181,6 +327,52 @@ def check_ttft_explosion(summaries: list[LevelSummary], target: str = "server") 
                     "check the server log's '#queue-req' and 'token usage'",
                 )
             )
+    return out
+
+
+def admission_bound(summary: LevelSummary) -> int | None:
+    """The server's running-request bound from the level's ``server_info`` (``checks.serve.running_bound``)."""
+    return running_bound(summary.result.server_info or {})
+
+
+@check(
+    ADMISSION,
+    title="Concurrency levels above the server's running-request bound",
+    group="bench",
+    meaning="SGLang runs at most --max-running-requests requests at once; the rest wait in its queue. A level "
+    "whose concurrency is above that bound measures the queue (TTFT grows, throughput stays flat), not the "
+    "server at that concurrency.",
+    fix="Raise --max-running-requests above the sweep's top level (the seeds' 64 cap was their 880 tok/s "
+    "plateau; 1024 reached 3,740 tok/s), or read the levels above the bound as queueing.",
+)
+def check_admission(summaries: list[LevelSummary], target: str = "server") -> list[Finding]:
+    out = []
+    for s in _ordered(summaries):
+        bound = admission_bound(s)
+        if bound is None or s.concurrency is None or s.result.status == "failed":
+            continue
+        if s.concurrency > bound:
+            out.append(
+                Finding(
+                    Level.WARN,
+                    ADMISSION,
+                    target,
+                    f"{s.label}: {s.concurrency} concurrent requests against a server that runs at most {bound}: "
+                    f"{s.concurrency - bound} of them queue",
+                    cause=f"--max-running-requests {bound}",
+                    fix=f"raise --max-running-requests above {s.concurrency}, or treat c{bound} as the top level",
+                )
+            )
+    if not out and any(admission_bound(s) is not None for s in summaries):
+        bounds = sorted({b for b in (admission_bound(s) for s in summaries) if b is not None})
+        out.append(
+            Finding(
+                Level.PASS,
+                ADMISSION,
+                target,
+                f"every level within the server's running-request bound ({', '.join(map(str, bounds))})",
+            )
+        )
     return out
 
 
@@ -243,8 +435,12 @@ def all_findings(
     """Every bench check, in a fixed order."""
     return (
         check_failed_requests(summaries, target)
+        + check_incomplete(summaries, target)
+        + check_figures_sane(summaries, target)
+        + check_token_counts(summaries, target)
         + check_not_compute_bound(summaries, target)
         + check_ttft_explosion(summaries, target)
+        + check_admission(summaries, target)
         + check_gpu_samples(summaries, target)
         + check_regression(comparison, target)
     )

@@ -248,10 +248,15 @@ def parse_printed_block(lines: list[str]) -> BenchResult:
             notes.append(f"'{m.group('label').strip()}' printed twice; the first value is kept")
             continue
         figures[name] = _value(name, m.group("value"))
-    status: Status = "ok"
     if not closed:
-        status = "partial"
         notes.append("the block has no closing '=====' line (output cut off)")
+    status = _judged(figures, notes, "ok" if closed else "partial")
+    return BenchResult(source="printed", status=status, figures=figures, extra=extra, notes=notes)
+
+
+def _judged(figures: dict[str, Any], notes: list[str], status: Status) -> Status:
+    """``status`` lowered by what the figures lack: a core figure missing (partial), no request served (failed);
+    each reason appended to ``notes``."""
     missing = [f for f in CORE_FIELDS if figures.get(f) is None]
     if missing:
         status = "partial"
@@ -259,7 +264,7 @@ def parse_printed_block(lines: list[str]) -> BenchResult:
     if figures.get("successful_requests") == 0:
         status = "failed"
         notes.append("no request succeeded")
-    return BenchResult(source="printed", status=status, figures=figures, extra=extra, notes=notes)
+    return status
 
 
 def split_printed_blocks(text: str) -> list[list[str]]:
@@ -284,8 +289,12 @@ def split_printed_blocks(text: str) -> list[list[str]]:
 # ------------------------------------------------------------------------------------------ JSONL
 
 
-_SECRET_KEY_RE = re.compile(r"(api[_-]?key|token|secret|password|passwd|credential|authorization)", re.IGNORECASE)
-_SECRET_FLAG_RE = re.compile(
+#: a key that names a secret as a whole word (``api_key``, ``admin_api_key``, ``hf_token``), not ``tokenizer_path``
+SECRET_KEY_RE = re.compile(
+    r"(?:^|[_-])(?:api[_-]?key|(?:secret|private)[_-]?key|token|secret|password|passwd|credential|authorization)$",
+    re.IGNORECASE,
+)
+SECRET_FLAG_RE = re.compile(
     r"(--(?:admin-)?api-key(?:=|\s+)|--hf-token(?:=|\s+)|(?:HF_TOKEN|OPENAI_API_KEY|SGLANG_API_KEY)=)(\S+)"
 )
 
@@ -295,7 +304,7 @@ def redact_server_info(value: Any) -> Any:
     if isinstance(value, dict):
         out: dict[str, Any] = {}
         for k, v in value.items():
-            if _SECRET_KEY_RE.search(str(k)) and v not in (None, "", False) and not isinstance(v, (dict, list)):
+            if SECRET_KEY_RE.search(str(k)) and v not in (None, "", False) and not isinstance(v, (dict, list)):
                 out[k] = MASK
             else:
                 out[k] = redact_server_info(v)
@@ -303,8 +312,35 @@ def redact_server_info(value: Any) -> Any:
     if isinstance(value, list):
         return [redact_server_info(v) for v in value]
     if isinstance(value, str):
-        return redact(_SECRET_FLAG_RE.sub(lambda m: m.group(1) + MASK, value))
+        return redact(SECRET_FLAG_RE.sub(lambda m: m.group(1) + MASK, value))
     return value
+
+
+#: integers of more digits than this are read as floats (a count or a token figure never has this many); Python
+#: refuses to convert an integer of more than 4,300 digits (``sys.int_info.str_digits_check_threshold``) with a
+#: ValueError, and a 10**5000 in a pasted JSONL line was an internal error
+MAX_INT_DIGITS = 40
+
+
+def _bounded_int(text: str) -> int | float:
+    digits = len(text.lstrip("-"))
+    return int(text) if digits <= MAX_INT_DIGITS else float(text)  # float(): inf past 1.8e308
+
+
+def loads(text: str) -> Any:
+    """``json.loads`` for files from outside: an integer of any length is read without error (a huge one as a float,
+    inf past float's range; the readers then drop it as not a number, with a note)."""
+    return json.loads(text, parse_int=_bounded_int)
+
+
+def _out_of_range(obj: dict[str, Any]) -> list[str]:
+    """The figures of a JSONL record that are infinite without being the benchmark's own ``inf`` request rate: a
+    number past float's range (1e400, 10**5000) in the file."""
+    return [
+        f"{key}: not a finite number in the JSONL (out of range), read as missing"
+        for key, value in obj.items()
+        if key != "request_rate" and isinstance(value, float) and math.isinf(value)
+    ]
 
 
 def _json_number(value: Any) -> Any:
@@ -333,15 +369,8 @@ def parse_jsonl_record(obj: dict[str, Any]) -> BenchResult:
                 extra["error_count"] = sum(1 for e in value if e)
         else:
             extra[key] = _json_number(value) if not isinstance(value, (dict, list)) else redact_server_info(value)
-    notes: list[str] = []
-    status: Status = "ok"
-    missing = [f for f in CORE_FIELDS if figures.get(f) is None]
-    if missing:
-        status = "partial"
-        notes.append("missing core figures: " + ", ".join(missing))
-    if figures.get("successful_requests") == 0:
-        status = "failed"
-        notes.append("no request succeeded")
+    notes: list[str] = _out_of_range(obj)
+    status = _judged(figures, notes, "ok")
     info = obj.get("server_info")
     return BenchResult(
         source="jsonl",
@@ -353,16 +382,25 @@ def parse_jsonl_record(obj: dict[str, Any]) -> BenchResult:
     )
 
 
+#: a pasted JSONL line wrapped by the paste (a terminal or an issue editor) is joined back over at most this many lines
+_MAX_WRAPPED_LINES = 8
+
+
 def _jsonl_objects(text: str) -> list[dict[str, Any]]:
     out = []
-    for line in text.splitlines():
-        line = line.strip()
+    lines = text.splitlines()
+    for i, raw in enumerate(lines):
+        line = raw.strip()
         if not line.startswith("{"):
             continue
-        try:
-            obj = json.loads(line)  # Python's json reads the Infinity/NaN the benchmark writes
-        except json.JSONDecodeError:
-            continue
+        obj: Any = None
+        for end in range(i + 1, min(len(lines), i + _MAX_WRAPPED_LINES) + 1):
+            try:
+                # Python's json reads the Infinity/NaN the benchmark writes; a line break is whitespace to it
+                obj = loads("\n".join(lines[i:end]))
+                break
+            except json.JSONDecodeError:
+                continue
         if isinstance(obj, dict) and ("output_throughput" in obj or "completed" in obj) and "backend" in obj:
             out.append(obj)
     return out

@@ -79,6 +79,24 @@ def summarise(levels: list[LevelRun], samples: SampleSeries | None, offset_s: fl
     return out
 
 
+def with_saved_samples(summaries: list[LevelSummary], samples: SampleSeries) -> list[LevelSummary]:
+    """The one level of a saved result, its GPU statistics taken over the whole of a saved sample capture (a dmon
+    capture has no clock to align with the level, so the capture is read as taken during it). Pure."""
+    if len(summaries) != 1:
+        raise ValueError(f"GPU samples go with one benchmark result; the output holds {len(summaries)}")
+    (s,) = summaries
+    return [
+        LevelSummary(
+            concurrency=s.concurrency,
+            label=s.label,
+            result=s.result,
+            gpus=gpu_stats(samples.ticks),
+            start_wall=s.start_wall,
+            end_wall=s.end_wall,
+        )
+    ]
+
+
 def build_document(
     summaries: list[LevelSummary],
     findings: list[Finding],

@@ -93,7 +93,7 @@ def _stamp() -> dict[str, float]:
 
 def _nvml() -> Any | None:
     try:
-        import pynvml  # type: ignore[import-not-found]
+        import pynvml
 
         pynvml.nvmlInit()
         return pynvml

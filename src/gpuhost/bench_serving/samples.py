@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import json
+import math
 from dataclasses import asdict, dataclass, field
 from statistics import fmean
 from typing import Any
+
+from gpuhost.bench_serving.parse import loads
 
 SAMPLE_KEYS = (
     "power_w",
@@ -42,6 +44,8 @@ class SampleSeries:
     ticks: list[Tick] = field(default_factory=list)
     end_reason: str | None = None
     bad_lines: int = 0
+    #: what a reader of a saved capture left out, and where (file:line)
+    notes: list[str] = field(default_factory=list)
 
 
 def read_samples(text: str) -> SampleSeries:
@@ -51,8 +55,8 @@ def read_samples(text: str) -> SampleSeries:
         if not line.strip():
             continue
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
+            obj = loads(line)
+        except ValueError:  # JSONDecodeError, or a number no float holds
             series.bad_lines += 1
             continue
         kind = obj.get("type")
@@ -62,7 +66,11 @@ def read_samples(text: str) -> SampleSeries:
             series.host = obj.get("host")
             series.gpus = list(obj.get("gpus") or [])
         elif kind == "sample":
-            series.ticks.append(Tick(float(obj["t_wall"]), float(obj["t_mono"]), tuple(obj.get("gpus") or ())))
+            wall, mono = float(obj["t_wall"]), float(obj["t_mono"])
+            if not (math.isfinite(wall) and math.isfinite(mono)):  # a number past float's range: no time
+                series.bad_lines += 1
+                continue
+            series.ticks.append(Tick(wall, mono, tuple(obj.get("gpus") or ())))
         elif kind == "end":
             series.end_reason = obj.get("reason")
     return series

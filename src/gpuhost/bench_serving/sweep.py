@@ -31,6 +31,7 @@ from gpuhost.bench_serving.findings import all_findings
 from gpuhost.bench_serving.parse import BenchResult, parse_level
 from gpuhost.bench_serving.results import LevelRun, build_document, summarise, write_run_dir
 from gpuhost.bench_serving.samples import SampleSeries, read_samples
+from gpuhost.bench_serving.scrub import scrub_level
 from gpuhost.checks.finding import Level, worst
 from gpuhost.connection.base import Connection
 from gpuhost.connection.shipped_tool import BackgroundTool, run_tool, start_tool, target_of
@@ -255,14 +256,15 @@ def run_sweep(
         for c in plan.concurrencies:
             progress(f"{subject}: level c{c}: {plan.prompts(c)} prompts of {plan.input_len}+{plan.output_len} tokens")
             outcome = _run_level(conn, ctid, plan, c, launched, python, module, dataset_path)
-            (run_dir / f"c{c}.log").write_text(outcome[1], encoding="utf-8")
-            if outcome[2] is not None:
-                (run_dir / f"c{c}.jsonl").write_text(outcome[2], encoding="utf-8")
+            jsonl, log = scrub_level(outcome[2], outcome[1])  # server_info echoes the API key (twice)
+            (run_dir / f"c{c}.log").write_text(log, encoding="utf-8")
+            if jsonl is not None:
+                (run_dir / f"c{c}.jsonl").write_text(jsonl, encoding="utf-8")
             levels.append(outcome[0])
             r = outcome[0].result
             progress(
-                f"{subject}: level c{c}: {r.status}, {r.figures.get('output_throughput_tok_s', '-')} output tok/s, "
-                f"median TTFT {r.figures.get('median_ttft_ms', '-')} ms"
+                f"{subject}: level c{c}: {r.status}, {_shown(r.figures.get('output_throughput_tok_s'))} output tok/s, "
+                f"median TTFT {_shown(r.figures.get('median_ttft_ms'))} ms"
             )
     finally:
         if sampler is not None:
@@ -356,3 +358,10 @@ def _run_level(
     if t0 is not None and t1 is not None:
         lv.start_wall, lv.end_wall = level_window(t0, t1, result.figures.get("duration_s"))
     return lv, text, jsonl
+
+
+def _shown(value: object) -> str:
+    """A level's figure for its live line: one decimal (the client's own float has a dozen), ``-`` when absent."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return f"{value:.1f}"
+    return "-"

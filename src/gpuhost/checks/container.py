@@ -1,20 +1,26 @@
-"""Container proofs: pure functions from :class:`~gpuhost.facts.container.ContainerFacts` to findings."""
+"""Container proofs: pure functions from :class:`~gpuhost.facts.container.ContainerFacts` (and a
+:class:`ContainerExpectation`) to findings; the ones over the container's own facts are listed, with when each
+applies, in :data:`gpuhost.checks.table.CONTAINER_CHECKS`. The others judge what the acceptance suite reads
+beside them (the CT's status, its PVE config, device nodes, the APT hold file)."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from pydantic import Field
 
 from gpuhost.checks.finding import Finding, Level, check
+from gpuhost.core.operation import Args
 from gpuhost.facts.container import ContainerFacts
 from gpuhost.facts.driver_failure import explain_driver_failure
 from gpuhost.pve.config import GuestConfig
 
 
-@dataclass(frozen=True)
-class ContainerExpectation:
-    gpus: int = 0  # 0: at least one
-    driver: str | None = None  # the host's loaded module version
+class ContainerExpectation(Args):
+    """What a provisioned GPU container must show inside."""
+
+    gpus: int = Field(default=0, description="how many GPUs nvidia-smi -L must list inside (0: at least one)")
+    driver: str | None = Field(default=None, description="the driver version inside must equal this (the host's)")
 
 
 def explain_nvidia_smi_failure(output: str, module_version: str | None = None) -> tuple[str, str]:
@@ -31,7 +37,8 @@ def explain_nvidia_smi_failure(output: str, module_version: str | None = None) -
     "or of another version than the host's module",
     fix="gpuhost provision lxc --allow-restart",
 )
-def gpus_listed(f: ContainerFacts, subject: str, expected: int) -> Finding:
+def gpus_listed(f: ContainerFacts, subject: str, expect: ContainerExpectation) -> Finding:
+    expected = expect.gpus
     listed = [line for line in f.nvidia_smi_output.splitlines() if re.match(r"^GPU \d+:", line)]
     if f.nvidia_smi_exit != 0:
         cause, fix = explain_nvidia_smi_failure(f.nvidia_smi_output)
@@ -58,7 +65,10 @@ def gpus_listed(f: ContainerFacts, subject: str, expected: int) -> Finding:
     "'Failed to initialize NVML: Driver/library version mismatch'",
     fix="gpuhost provision lxc (installs the host's exact version, userspace only, and holds it)",
 )
-def driver_match(f: ContainerFacts, subject: str, host_module: str) -> Finding:
+def driver_match(f: ContainerFacts, subject: str, expect: ContainerExpectation) -> Finding | None:
+    host_module = expect.driver
+    if host_module is None:
+        return None
     have = f.userspace_version
     if have != host_module:
         return Finding(
@@ -79,7 +89,7 @@ def driver_match(f: ContainerFacts, subject: str, host_module: str) -> Finding:
     meaning="CUDA fails with 'initialization error' while nvidia-smi works",
     fix="pass /dev/nvidia-uvm and /dev/nvidia-uvm-tools (devN entries): gpuhost provision lxc --allow-restart",
 )
-def uvm(f: ContainerFacts, subject: str) -> Finding:
+def uvm(f: ContainerFacts, subject: str, expect: ContainerExpectation) -> Finding:
     if not f.uvm_present:
         return Finding(
             Level.FAIL,
@@ -99,7 +109,12 @@ def uvm(f: ContainerFacts, subject: str) -> Finding:
     meaning="pinned host memory and NCCL fail or fall back to slow paths with a small locked-memory limit",
     fix="lxc.prlimit.memlock: unlimited in the CT config and a container restart",
 )
-def memlock(f: ContainerFacts, subject: str) -> Finding:
+def memlock(f: ContainerFacts, subject: str, expect: ContainerExpectation) -> Finding:
+    """``ulimit -l`` read through ``pct exec`` is the limit the container's processes get: pct exec is
+    lxc-attach (pve-container pct.pm:250), and lxc-attach applies the started container's
+    ``lxc.prlimit.*`` to the attached process as LXC applies them to its init (lxc attach.c:1711-1714
+    ``setup_resource_limits``, conf.c:2971-2996). A prlimit added after the start shows only after a
+    restart, for both."""
     if f.memlock != "unlimited":
         return Finding(
             Level.FAIL,
@@ -119,7 +134,7 @@ def memlock(f: ContainerFacts, subject: str) -> Finding:
     meaning="CUDA cannot start: libcuda missing, /dev/nvidia-uvm missing or not allowed, or a version mismatch",
     fix="gpuhost provision lxc --allow-restart; then gpuhost verify lxc",
 )
-def cuda_init(f: ContainerFacts, subject: str) -> Finding | None:
+def cuda_init(f: ContainerFacts, subject: str, expect: ContainerExpectation) -> Finding | None:
     if not f.has_python:
         return Finding(Level.INFO, "ct.cuda_init", subject, "not checked: no python3 in the container to call cuInit")
     if f.cuinit_exit == 3:
@@ -148,14 +163,6 @@ def cuda_init(f: ContainerFacts, subject: str) -> Finding | None:
     return Finding(
         Level.PASS, "ct.cuda_init", subject, f"cuInit ok, {parts[2] if len(parts) > 2 else '?'} CUDA devices"
     )
-
-
-def container_findings(f: ContainerFacts, subject: str, expect: ContainerExpectation) -> list[Finding]:
-    out: list[Finding | None] = [gpus_listed(f, subject, expect.gpus)]
-    if expect.driver:
-        out.append(driver_match(f, subject, expect.driver))
-    out += [uvm(f, subject), memlock(f, subject), cuda_init(f, subject)]
-    return [x for x in out if x is not None]
 
 
 @check(

@@ -85,5 +85,13 @@ def check(name: str, *, title: str, group: str, meaning: str, fix: str) -> Calla
 
 
 def registered() -> dict[str, CheckInfo]:
-    """Every check known so far (import the check modules first: :mod:`gpuhost.checks.catalog`)."""
+    """Every check known so far (only the modules imported so far have registered theirs)."""
     return dict(_REGISTRY)
+
+
+def check_name(fn: Callable[..., Any]) -> str:
+    """The name a function was registered under with :func:`check`."""
+    name = getattr(fn, "check_name", None)
+    if not isinstance(name, str):
+        raise TypeError(f"{fn.__qualname__} is not registered with @check")
+    return name

@@ -1,29 +1,40 @@
-"""Host proofs: pure functions from :class:`~gpuhost.facts.host.HostFacts` to findings.
+"""Host proofs: pure functions from :class:`~gpuhost.facts.host.HostFacts` and a :class:`HostExpectation`
+to findings.
 
-The provision roles' final ``verify`` task, ``gpuhost verify host`` and the acceptance suite
-all call :func:`host_findings`; each named check is also callable alone.
+Each check has the signature ``(facts, subject, expect) -> Finding | None`` (``None``: it does not apply to
+this host, e.g. no GPU). Which checks run for an expectation, and in which order, is decided once, by the
+registry :data:`gpuhost.checks.table.HOST_CHECKS`: the provision roles' final ``verify`` task, ``gpuhost verify
+host`` and the acceptance suite all go through it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from pydantic import Field
 
 from gpuhost.checks.finding import Finding, Level, check
+from gpuhost.core.operation import Args
 from gpuhost.facts.boot import GRUB_DEFAULT, KERNEL_CMDLINE
 from gpuhost.facts.cmdline import missing_tokens
+from gpuhost.facts.driver_failure import (
+    ApiMismatch,
+    InitFailure,
+    explain_driver_failure,
+    parse_nvrm_api_mismatch,
+    parse_rm_init_failures,
+)
+from gpuhost.facts.hardware import IommuState, parse_dmesg_iommu
 from gpuhost.facts.host import HostFacts
 
 
-@dataclass(frozen=True)
-class HostExpectation:
-    """What a provisioned host must show once booted."""
+class HostExpectation(Args):
+    """What a provisioned host must show once booted (the ``verify`` task's ``host`` argument)."""
 
-    cmdline: tuple[str, ...] = ()
-    iommu_passthrough: bool = True
-    nvidia_driver: str | None = None
-    nvidia_uvm: bool = False
-    persistenced: bool = False
-    vfio: bool = False
+    cmdline: tuple[str, ...] = Field(default=(), description="tokens /proc/cmdline must show")
+    iommu_passthrough: bool = Field(default=True, description="the IOMMU default domain must be Passthrough")
+    nvidia_driver: str | None = Field(default=None, description="the NVIDIA kernel module must be this version")
+    nvidia_uvm: bool = Field(default=False, description="/dev/nvidia-uvm must exist")
+    persistenced: bool = Field(default=False, description="nvidia-persistenced must be running")
+    vfio: bool = Field(default=False, description="the GPUs must be bound to vfio-pci (VM path)")
 
 
 def diagnose_cmdline(facts: HostFacts, missing: list[str]) -> str:
@@ -63,7 +74,8 @@ def _ok(name: str, subject: str, message: str) -> Finding:
     "file, was not refreshed, or the host was not rebooted since",
     fix="gpuhost provision host --allow-reboot (it edits the file the boot loader really reads and refreshes it)",
 )
-def cmdline_booted(facts: HostFacts, subject: str, tokens: tuple[str, ...]) -> Finding:
+def cmdline_booted(facts: HostFacts, subject: str, expect: HostExpectation) -> Finding:
+    tokens = expect.cmdline
     missing = missing_tokens(facts.booted_tokens, tokens)
     if missing:
         return Finding(
@@ -85,7 +97,8 @@ def cmdline_booted(facts: HostFacts, subject: str, tokens: tuple[str, ...]) -> F
     "correctly now but will come up without it after the next reboot",
     fix="gpuhost provision host (it puts the tokens back into the file the boot loader really reads)",
 )
-def cmdline_configured(facts: HostFacts, subject: str, tokens: tuple[str, ...]) -> Finding:
+def cmdline_configured(facts: HostFacts, subject: str, expect: HostExpectation) -> Finding:
+    tokens = expect.cmdline
     configured = facts.configured_tokens
     where = facts.boot.cmdline_file
     if configured is None:
@@ -117,10 +130,10 @@ def cmdline_configured(facts: HostFacts, subject: str, tokens: tuple[str, ...]) 
     "devices pay for every mapping; P2P through the IOMMU may be blocked)",
     fix="check dmesg for 'iommu: Default domain type'; a kernel option such as iommu.passthrough=0 overrides it",
 )
-def iommu_passthrough(facts: HostFacts, subject: str) -> Finding | None:
+def iommu_passthrough(facts: HostFacts, subject: str, expect: HostExpectation) -> Finding | None:
     domain = facts.iommu.default_domain
-    if domain is None:
-        return None
+    if domain is None or "iommu=pt" not in facts.booted_tokens:
+        return None  # no domain logged, or not booted with iommu=pt (host.cmdline_booted says so)
     if domain != "Passthrough":
         return Finding(
             Level.FAIL,
@@ -139,7 +152,7 @@ def iommu_passthrough(facts: HostFacts, subject: str) -> Finding | None:
     meaning="no IOMMU groups exist: the IOMMU is off (firmware setting, or the kernel booted without it)",
     fix="enable VT-d / AMD-Vi (IOMMU) in the firmware and boot with the IOMMU tokens",
 )
-def iommu_groups(facts: HostFacts, subject: str) -> Finding | None:
+def iommu_groups(facts: HostFacts, subject: str, expect: HostExpectation) -> Finding | None:
     if not facts.gpus:
         return None
     if not facts.iommu_groups:
@@ -163,7 +176,10 @@ def iommu_groups(facts: HostFacts, subject: str) -> Finding | None:
     "with 'Driver/library version mismatch'",
     fix="reboot the host so the installed module loads (gpuhost provision host --allow-reboot)",
 )
-def nvidia_module(facts: HostFacts, subject: str, want: str) -> Finding:
+def nvidia_module(facts: HostFacts, subject: str, expect: HostExpectation) -> Finding | None:
+    want = expect.nvidia_driver
+    if want is None:
+        return None
     loaded = facts.nvidia.version if facts.nvidia else None
     if loaded != want:
         cause = None
@@ -188,7 +204,7 @@ def nvidia_module(facts: HostFacts, subject: str, want: str) -> Finding:
     "fails with 'initialization error' while nvidia-smi works",
     fix="load nvidia_uvm at boot and create the nodes before guests start (nvidia-devnodes.service)",
 )
-def nvidia_uvm(facts: HostFacts, subject: str) -> Finding:
+def nvidia_uvm(facts: HostFacts, subject: str, expect: HostExpectation) -> Finding:
     if "/dev/nvidia-uvm" not in facts.nvidia_devices:
         return Finding(
             Level.FAIL,
@@ -209,7 +225,7 @@ def nvidia_uvm(facts: HostFacts, subject: str) -> Finding:
     "seconds of initialisation, and containers cannot enable persistence themselves",
     fix="systemctl enable --now nvidia-persistenced",
 )
-def persistenced(facts: HostFacts, subject: str) -> Finding:
+def persistenced(facts: HostFacts, subject: str, expect: HostExpectation) -> Finding:
     if facts.persistenced != "active":
         return Finding(
             Level.FAIL,
@@ -228,7 +244,7 @@ def persistenced(facts: HostFacts, subject: str) -> Finding:
     meaning="a GPU meant for a VM is held by another driver: the VM cannot start with it passed through",
     fix="options vfio-pci ids=… in /etc/modprobe.d, update-initramfs -u -k all, reboot",
 )
-def vfio_bound(facts: HostFacts, subject: str) -> Finding | None:
+def vfio_bound(facts: HostFacts, subject: str, expect: HostExpectation) -> Finding | None:
     if not facts.gpus:
         return None
     unbound = [g.bdf for g in facts.gpus if g.driver != "vfio-pci"]
@@ -244,22 +260,116 @@ def vfio_bound(facts: HostFacts, subject: str) -> Finding | None:
     return _ok("host.vfio_bound", subject, f"{len(facts.gpus)} GPUs bound to vfio-pci")
 
 
-def host_findings(facts: HostFacts, subject: str, expect: HostExpectation) -> list[Finding]:
-    """Every host proof that ``expect`` asks for."""
-    out: list[Finding | None] = []
-    if expect.cmdline:
-        booted = cmdline_booted(facts, subject, expect.cmdline)
-        out.append(booted)
-        out.append(cmdline_configured(facts, subject, expect.cmdline))
-        if expect.iommu_passthrough and "iommu=pt" in expect.cmdline and not booted.failed:
-            out.append(iommu_passthrough(facts, subject))
-    out.append(iommu_groups(facts, subject))
-    if expect.nvidia_driver:
-        out.append(nvidia_module(facts, subject, expect.nvidia_driver))
-    if expect.nvidia_uvm:
-        out.append(nvidia_uvm(facts, subject))
-    if expect.persistenced:
-        out.append(persistenced(facts, subject))
-    if expect.vfio:
-        out.append(vfio_bound(facts, subject))
-    return [f for f in out if f is not None]
+@check(
+    "host.iommu_faults",
+    group="host",
+    title="the IOMMU blocked no GPU DMA (dmesg)",
+    meaning="AMD-Vi IO_PAGE_FAULT or Intel DMAR fault lines name a device: the IOMMU is translating and refused "
+    "DMA it has no mapping for; for a GPU that is what breaks peer-to-peer copies and GPUDirect",
+    fix="boot the host with iommu=pt (gpuhost provision host --allow-reboot), or keep P2P off (NCCL_P2P_DISABLE=1)",
+)
+def iommu_faults(facts: HostFacts, subject: str, expect: HostExpectation | None = None) -> Finding | None:
+    """The DMA faults in the kernel log, per device; a GPU's faults fail, another device's warn."""
+    return iommu_fault_finding(facts.iommu, {g.bdf for g in facts.gpus}, subject)
+
+
+def iommu_fault_finding(iommu: IommuState, gpu_bdfs: set[str], subject: str) -> Finding | None:
+    """:func:`iommu_faults` on a parsed kernel log; a device the kernel names by the nvidia driver is a GPU."""
+    by_device = iommu.faulting_devices()
+    if not by_device:
+        return None
+    gpus = gpu_bdfs | {f.device for f in iommu.faults if f.driver == "nvidia"}
+    hit = sorted(d for d in by_device if d in gpus)
+    shown = hit or sorted(by_device)
+    kinds = sorted({f.kind for f in iommu.faults if f.device in shown})
+    what = ", ".join(f"{d} ({by_device[d]}×)" for d in shown[:4]) + ("…" if len(shown) > 4 else "")
+    return Finding(
+        Level.FAIL if hit else Level.WARN,
+        "host.iommu_faults",
+        subject,
+        f"IOMMU {iommu.summary}: {'/'.join(kinds)} for {'GPU ' if hit else ''}{what}",
+        cause="the IOMMU translates DMA and refused addresses the device has no mapping for"
+        + (": GPU peer-to-peer (a write into another GPU's BAR) faults this way" if hit else ""),
+        fix="boot the host with iommu=pt (gpuhost provision host --allow-reboot); until then NCCL_P2P_DISABLE=1"
+        if hit
+        else "a device other than a GPU: check its driver; iommu=pt also silences it",
+    )
+
+
+@check(
+    "host.nvidia_api_mismatch",
+    group="host",
+    title="NVIDIA userspace and kernel module are one version (dmesg)",
+    meaning="the kernel refused a client: 'NVRM: API mismatch: the client has the version A, but this kernel "
+    "module has the version B'",
+    fix="reboot so the installed module loads (a driver upgraded without a reboot does this), or reinstall one "
+    "driver version",
+)
+def nvidia_api_mismatch(facts: HostFacts, subject: str, expect: HostExpectation | None = None) -> Finding | None:
+    """The kernel's own mismatch words, in host wording; stale when the module has been reloaded since."""
+    return api_mismatch_finding(facts.nvrm_api_mismatch, facts.nvidia.version if facts.nvidia else None, subject)
+
+
+def api_mismatch_finding(api: ApiMismatch | None, loaded: str | None, subject: str) -> Finding | None:
+    """:func:`nvidia_api_mismatch` on a parsed kernel log; ``loaded``: the module loaded now, if known."""
+    if api is None:
+        return None
+    if loaded is not None and loaded != api.module_version:
+        return Finding(
+            Level.INFO,
+            "host.nvidia_api_mismatch",
+            subject,
+            f"dmesg has an old NVRM API mismatch (module {api.module_version}); {loaded} is loaded now",
+        )
+    explained = explain_driver_failure(
+        f"NVRM: API mismatch: the client has the version {api.client_version}, but this kernel module has the "
+        f"version {api.module_version}.",
+        where="host",
+    )
+    client = f" ({api.client})" if api.client else ""
+    return Finding(
+        Level.FAIL,
+        "host.nvidia_api_mismatch",
+        subject,
+        f"NVRM: API mismatch: userspace {api.client_version}{client}, kernel module {api.module_version}",
+        cause=explained.message,
+        fix=explained.fix,
+    )
+
+
+@check(
+    "host.gpu_init",
+    group="host",
+    title="the NVIDIA driver initialised every GPU (dmesg)",
+    meaning="'NVRM: GPU <bdf>: RmInitAdapter failed!': the driver could not bring the GPU up; nvidia-smi shows it "
+    "missing or 'No devices were found'",
+    fix="the cause named next to it: D3cold (power management), missing GSP firmware, a GPU in a bad state",
+)
+def gpu_init(facts: HostFacts, subject: str, expect: HostExpectation | None = None) -> list[Finding]:
+    return init_failure_findings(facts.rm_init_failures, subject)
+
+
+def init_failure_findings(failures: tuple[InitFailure, ...] | list[InitFailure], subject: str) -> list[Finding]:
+    return [
+        Finding(
+            Level.FAIL,
+            "host.gpu_init",
+            f"{subject} {f.device}",
+            f"NVRM: RmInitAdapter failed ({f.code}) for GPU {f.device}, {f.count}×",
+            cause=f.cause,
+            fix=f.fix,
+        )
+        for f in failures
+    ]
+
+
+def kernel_log_findings(text: str, subject: str) -> tuple[IommuState, list[Finding]]:
+    """What a kernel log (dmesg, journal, syslog) proves, for ``gpuhost doctor dmesg``: the IOMMU state and the
+    findings of the dmesg-based host checks (the module loaded now is not known, so a mismatch is not stale)."""
+    iommu = parse_dmesg_iommu(text)
+    found = [
+        iommu_fault_finding(iommu, set(), subject),
+        api_mismatch_finding(parse_nvrm_api_mismatch(text), None, subject),
+        *init_failure_findings(parse_rm_init_failures(text), subject),
+    ]
+    return iommu, [f for f in found if f is not None]

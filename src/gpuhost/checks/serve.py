@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from gpuhost.checks.finding import Finding, Level, check
+from gpuhost.facts.batchlog import BatchLine
 from gpuhost.facts.serve import RuntimeFacts
 
 PYTHON_MIN = (3, 11)  # SGLang 0.5.23 requires-python >= 3.11
@@ -22,7 +24,8 @@ GLIBC_MIN = (2, 34)  # manylinux_2_34 wheels (sglang 0.5.23, its kernels)
     title="Python >= 3.11 and glibc >= 2.34 on the serving target",
     group="serve",
     meaning="SGLang 0.5.23 and its kernel wheels (manylinux_2_34) install only on Python >= 3.11 with glibc >= 2.34.",
-    fix="Use a Debian 12 / Ubuntu 22.04 or newer target (python3, python3-venv).",
+    fix="Use a Debian 12 (Python 3.11) / Ubuntu 24.04 (Python 3.12) or newer target (python3, python3-venv); "
+    "Ubuntu 22.04's python3 is 3.10.",
 )
 def check_runtime(facts: RuntimeFacts, subject: str) -> list[Finding]:
     out = []
@@ -64,7 +67,7 @@ def check_runtime(facts: RuntimeFacts, subject: str) -> list[Finding]:
     title="The server's systemd unit is active",
     group="serve",
     meaning="gpuhost-sglang.service is stopped, failed or restarting: nothing serves, whatever launched it last.",
-    fix="gpuhost serve logs (why it stopped); gpuhost serve restart, or gpuhost launch sglang.",
+    fix="gpuhost serve logs (why it stopped); gpuhost serve restart -l NODE --ctid CTID, or gpuhost launch sglang.",
 )
 def check_unit(active: str, subject: str, unit: str = "gpuhost-sglang.service") -> list[Finding]:
     if active == "active":
@@ -76,7 +79,7 @@ def check_unit(active: str, subject: str, unit: str = "gpuhost-sglang.service") 
             subject,
             f"{unit} is {active}",
             cause="the server was stopped, or it exited (a crash shows in its journal)",
-            fix="gpuhost serve logs; gpuhost serve restart",
+            fix="gpuhost serve logs; gpuhost serve restart --limit NODE --ctid CTID",
         )
     ]
 
@@ -248,7 +251,19 @@ def check_server_info(probe: dict[str, Any], expect: dict[str, str], subject: st
         return []
     info = probe.get("server_info")
     if not isinstance(info, dict):
-        return [Finding(Level.WARN, "serve.server-info", subject, "/server_info could not be read")]
+        status = probe.get("server_info_status")
+        why = f" (HTTP {status})" if isinstance(status, int) else f" ({status})" if status else ""
+        # not a pass: nothing the profile pins was seen (a server that died during the checks lands here)
+        return [
+            Finding(
+                Level.FAIL,
+                "serve.server-info",
+                subject,
+                f"/server_info could not be read{why}: the profile's settings are not verified",
+                cause="the server stopped answering during the checks, or /server_info is refused",
+                fix="gpuhost serve status; gpuhost doctor sglang",
+            )
+        ]
     wrong = [
         f"{k}={info[k]} (profile: {v})" for k, v in expect.items() if info.get(k) is not None and not _same(info[k], v)
     ]
@@ -264,9 +279,16 @@ def check_server_info(probe: dict[str, Any], expect: dict[str, str], subject: st
             )
         ]
     seen = [f"{k}={info[k]}" for k in expect if info.get(k) is not None]
-    return [
-        Finding(Level.PASS, "serve.server-info", subject, "server_info: " + ", ".join(seen or ["nothing to compare"]))
-    ]
+    if not seen:
+        return [
+            Finding(
+                Level.WARN,
+                "serve.server-info",
+                subject,
+                f"/server_info has none of the profile's keys ({', '.join(expect)}): nothing verified",
+            )
+        ]
+    return [Finding(Level.PASS, "serve.server-info", subject, "server_info: " + ", ".join(seen))]
 
 
 def serve_findings(probe: dict[str, Any], subject: str, expect: dict[str, str] | None = None) -> list[Finding]:
@@ -282,3 +304,75 @@ def serve_findings(probe: dict[str, Any], subject: str, expect: dict[str, str] |
         + check_server_info(probe, expect or {}, subject)
         + check_speed(probe, subject)
     )
+
+
+ADMISSION_QUEUEING = "serve.admission-queueing"
+
+
+def running_bound(info: Mapping[str, Any]) -> int | None:
+    """The server's running-request bound from its ``/server_info``: the scheduler's effective one
+    (``internal_states[].effective_max_running_requests_per_dp``, summed over DP ranks; sglang 0.5.23
+    ``scheduler_components/internal_state.py:73``), else the ``max_running_requests`` argument."""
+    states = info.get("internal_states")
+    if isinstance(states, list):
+        per_dp = [s.get("effective_max_running_requests_per_dp") for s in states if isinstance(s, dict)]
+        found = [v for v in per_dp if isinstance(v, int) and not isinstance(v, bool) and v > 0]
+        if found:
+            return sum(found)
+    value = info.get("max_running_requests")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+@check(
+    ADMISSION_QUEUEING,
+    title="Requests waited while every running slot of the server was taken",
+    group="serve",
+    meaning="SGLang admits at most --max-running-requests requests at once; the rest wait in its queue. The "
+    "server's own batch lines since its start (#running-req at the bound, #queue-req above 0) show the load it "
+    "met was above that bound: throughput stays flat and the GPUs idle while requests wait (the seeds' bound of "
+    "64 was their 880 tok/s plateau at 256 concurrent requests, with the GPUs at 87 W of 600 W).",
+    fix="Raise --max-running-requests above the load the server meets (the seeds' 1,024 reached 3,740 tok/s): "
+    "`gpuhost tune sglang` measures the running profile against the raised bound and serves the faster one.",
+)
+def check_admission_queueing(bound: int | None, batches: Sequence[BatchLine], subject: str) -> list[Finding]:
+    """WARN when a batch line of this start shows requests waiting with all ``bound`` slots running; PASS when
+    batch lines were logged and none does; nothing to judge without a bound or a batch line."""
+    if bound is None or not batches:
+        return []
+    full = waiting_at_bound(batches, bound)
+    if not full:
+        most = max(b.running for b in batches)
+        return [
+            Finding(
+                Level.PASS,
+                ADMISSION_QUEUEING,
+                subject,
+                f"no request waited at the bound of {bound} ({len(batches)} batch lines, at most {most} running)",
+            )
+        ]
+    worst = full[0]
+    return [
+        Finding(
+            Level.WARN,
+            ADMISSION_QUEUEING,
+            subject,
+            f"{len(full)} of {len(batches)} batch lines since the start show requests waiting with all {bound} "
+            f"running slots taken (at most {worst.queued} waiting beside {worst.running} running)",
+            cause=f"--max-running-requests {bound}: the server runs at most {bound} requests at once, the "
+            f"{worst.running + worst.queued} it met queue above that",
+            fix=f"raise --max-running-requests above {worst.running + worst.queued} (gpuhost tune sglang tries the "
+            "raised bound against the running profile)",
+        )
+    ]
+
+
+def waiting_at_bound(batches: Sequence[BatchLine], bound: int) -> list[BatchLine]:
+    """The batch lines with requests waiting while all ``bound`` slots ran, the most waiting first."""
+    return sorted((b for b in batches if b.queued > 0 and b.running >= bound), key=lambda b: (-b.queued, b.number))
+
+
+def tune_levels(batches: Sequence[BatchLine], bound: int) -> str:
+    """The concurrency levels a tune of the bound measures: the bound, and the most requests the server met
+    (running and waiting) in one batch line of this start."""
+    met = max((b.running + b.queued for b in batches), default=bound)
+    return f"{bound},{met}" if met > bound else str(bound)

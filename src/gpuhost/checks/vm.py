@@ -71,7 +71,15 @@ def functions(cmd: KvmCmdline, options: Mapping[str, str], gpus: tuple[GpuRef, .
         host = cmd.vfio[dev][0]
         if gpu.pci and vm_gpu.slot(host) != vm_gpu.slot(gpu.pci):
             problems.append(f"{dev} passes {host}, not {gpu.pci}")
+        elif gpu.pci and (want := _fn(gpu.pci)) is not None and (got := _fn(host)) is not None and want != got:
+            problems.append(f"{dev} passes {host}: function .{got}, not the GPU's function .{want} ({gpu.pci})")
     return _result("vm.functions", subject, problems, f"{len(placed)} GPUs as vfio-pci hostpciN, function .0")
+
+
+def _fn(pci_id: str) -> str | None:
+    """The function digit of a PCI address (``0000:41:00.1`` → ``1``), None when it names none."""
+    tail = pci_id.rsplit(":", 1)[-1]
+    return tail.split(".", 1)[1] if "." in tail else None
 
 
 @check(
@@ -81,14 +89,30 @@ def functions(cmd: KvmCmdline, options: Mapping[str, str], gpus: tuple[GpuRef, .
     meaning="a GPU on the plain PCI bus is not a PCIe device to the guest: no P2P, and lower bandwidth",
     fix="pcie=1 on each hostpciN (q35 only), then a cold restart",
 )
+def _vfio_device(cmd: KvmCmdline, index: int) -> tuple[str, tuple[str, str]] | None:
+    """The ``-device vfio-pci`` of hostpciN: ``hostpciN``, or ``hostpciN.0`` when PVE passed the slot's functions
+    as one multifunction device (an id without a function)."""
+    for dev in (f"hostpci{index}", f"hostpci{index}.0"):
+        if dev in cmd.vfio:
+            return dev, cmd.vfio[dev]
+    return None
+
+
 def pcie(cmd: KvmCmdline, placed: Mapping[int, GpuRef], subject: str) -> Finding:
+    if not placed:
+        return Finding(Level.WARN, "vm.pcie", subject, "no GPU of the VM's configuration to check (nothing placed)")
     problems = []
+    on = 0
     for index in sorted(placed):
-        dev = f"hostpci{index}"
-        bus = cmd.vfio.get(dev, ("", ""))[1]
-        if dev in cmd.vfio and not bus.startswith("ich9-pcie-port-"):
-            problems.append(f"{dev} sits on {bus}, not on a PCIe root port (pcie=1)")
-    on = sum(1 for i in placed if cmd.vfio.get(f"hostpci{i}", ("", ""))[1].startswith("ich9-pcie-port-"))
+        found = _vfio_device(cmd, index)
+        if found is None:
+            problems.append(f"hostpci{index}: no '-device vfio-pci' on QEMU's command line")
+            continue
+        dev, (_host, bus) = found
+        if bus.startswith("ich9-pcie-port-"):
+            on += 1
+        else:
+            problems.append(f"{dev} sits on {bus or 'no bus'}, not on a PCIe root port (pcie=1)")
     return _result("vm.pcie", subject, problems, f"{on} vfio-pci GPUs on PCIe root ports")
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -27,15 +26,35 @@ def _concurrency(value: str | None) -> str | None:
     return value
 
 
+def _given(ctx: typer.Context, name: str) -> bool:
+    """Whether the operator gave ``name`` on the command line (not from GPUHOST_* or gpuhost.toml)."""
+    source = ctx.get_parameter_source(name)
+    return ctx.params.get(name) is not None and getattr(source, "name", None) == "COMMANDLINE"
+
+
 @bench_app.command("sglang")
 def sglang_command(
+    ctx: typer.Context,
     parse: Path | None = typer.Option(
         None,
         "--parse",
         help="Read a saved bench_serving output: the printed "
         "'Serving Benchmark Result' block(s) or the --output-file JSONL (no sweep).",
     ),
-    inventory: Path | None = typer.Option(None, "-i", "--inventory", help="Inventory file (YAML): run the sweep."),
+    gpu_samples: Path | None = typer.Option(
+        None,
+        "--gpu-samples",
+        help="With --parse: what the GPUs did during that run, a saved 'nvidia-smi dmon' capture (or the bench "
+        "sampler's samples.jsonl); shown per GPU with the result.",
+    ),
+    inventory: Path | None = typer.Option(
+        None,
+        "-i",
+        "--inventory",
+        help="Inventory file (YAML): run the sweep.",
+        envvar="GPUHOST_INVENTORY",
+        metavar="FILE",
+    ),
     limit: str | None = typer.Option(None, "--limit", "-l", help="The node (or group) of the server."),
     ctid: int | None = typer.Option(None, "--ctid", help="The container of the server (when there are several)."),
     concurrency: str | None = typer.Option(
@@ -65,17 +84,25 @@ def sglang_command(
     ),
     out: Path = typer.Option(Path("gpuhost-bench"), "--out", help="Where run directories are made."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (schema gpuhost.bench-sglang/1)."),
+    plot: Path | None = typer.Option(
+        None, "--plot", help="Also draw throughput, latency and GPU power per level as this PNG (matplotlib)."
+    ),
 ) -> None:
     """Sweep a launched SGLang server over concurrency levels with SGLang's own benchmark client, sampling every
     GPU meanwhile; or, with --parse, read a saved benchmark output.
 
     Exit 0 ok, 1 a failed level (or failed run) or a regression against --baseline, 2 bad input.
     """
+    from gpuhost.cli.config import json_output
+
+    as_json = json_output(as_json)
     if parse is not None:
-        if inventory is not None or concurrency is not None or baseline is not None:
+        if _given(ctx, "inventory") or concurrency is not None or baseline is not None:
             raise typer.BadParameter("--parse reads a file; it takes no -i, --concurrency or --baseline")
-        _parse_file(parse, as_json)
+        _parse_file(parse, as_json, plot, gpu_samples)
         return
+    if gpu_samples is not None:
+        raise typer.BadParameter("--gpu-samples goes with --parse (a sweep samples the GPUs itself)")
     if inventory is None or concurrency is None:
         raise typer.BadParameter("a sweep needs -i INVENTORY and --concurrency LEVELS (or --parse FILE)")
     _sweep(
@@ -94,14 +121,16 @@ def sglang_command(
         baseline=baseline,
         out=out,
         as_json=as_json,
+        plot=plot,
     )
 
 
 def _load_baseline(path: Path) -> dict[str, Any]:
+    from gpuhost.bench_serving.parse import loads
     from gpuhost.bench_serving.results import SCHEMA
 
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         error(f"cannot read {path}: {exc.strerror or exc}")
         raise typer.Exit(2) from None
@@ -119,7 +148,7 @@ def _sweep(inventory: Path, **o: Any) -> None:
     from gpuhost.bench_serving.sweep import SweepPlan, default_run_dir, parse_concurrency, run_sweep
     from gpuhost.inventory.loader import load_inventory
     from gpuhost.runner.connect import open_connection
-    from gpuhost.runner.serve import targets
+    from gpuhost.serve.service import targets
 
     plan = SweepPlan(
         concurrencies=parse_concurrency(o["concurrency"]),
@@ -156,6 +185,8 @@ def _sweep(inventory: Path, **o: Any) -> None:
     with open_connection(inv.nodes[t.node]) as conn:
         outcome = run_sweep(conn, plan, run_dir, ctid=t.ctid, baseline=baseline, subject=t.subject, progress=progress)
     doc = outcome.document
+    if o["plot"] is not None:
+        _draw(doc, o["plot"])
     if o["as_json"]:
         print_json(doc)
     else:
@@ -176,10 +207,53 @@ def _sweep(inventory: Path, **o: Any) -> None:
     raise typer.Exit(outcome.exit_code)
 
 
-def _parse_file(parse: Path, as_json: bool) -> None:
+def _draw(doc: dict[str, Any], png: Path) -> None:
+    """The sweep plot of ``doc`` as ``png``; its path on stderr (stdout stays the table or the JSON)."""
+    from gpuhost.bench_serving.plot import plot_sweep
+
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        error("--plot needs matplotlib, which is not installed: pip install 'gpuhost[plot]'")
+        raise typer.Exit(2) from None
+    try:
+        written = plot_sweep(doc, png)
+    except OSError as exc:
+        error(f"--plot {png}: {exc.strerror or exc}")
+        raise typer.Exit(2) from None
+    typer.echo(f"plot: {written}", err=True)
+
+
+def _read_gpu_samples(path: Path) -> Any:
+    """A saved dmon capture or sampler JSONL as a SampleSeries; exit 2 with the file and line when it is neither."""
+    from gpuhost.bench_serving.dmon import NotDmonOutput, read_dmon
+    from gpuhost.bench_serving.samples import read_samples
+
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        error(f"cannot read {path}: {exc.strerror or exc}")
+        raise typer.Exit(2) from None
+    if text.lstrip().startswith("{"):
+        series = read_samples(text)
+        if series.ticks:
+            return series
+        error(f"{path}: no sample line in the sampler's JSON Lines")
+        raise typer.Exit(2)
+    try:
+        series = read_dmon(text, str(path))
+    except NotDmonOutput as exc:
+        error(f"{exc} (--gpu-samples reads an 'nvidia-smi dmon' capture or the sampler's samples.jsonl)")
+        raise typer.Exit(2) from None
+    for note in series.notes:
+        typer.echo(f"note: {note}: the row was left out", err=True)
+    return series
+
+
+def _parse_file(parse: Path, as_json: bool, plot: Path | None = None, gpu_samples: Path | None = None) -> None:
     from gpuhost.bench_serving.findings import all_findings
     from gpuhost.bench_serving.parse import NotBenchmarkOutput, parse_output
-    from gpuhost.bench_serving.results import LevelRun, build_document, render_table, summarise
+    from gpuhost.bench_serving.results import LevelRun, build_document, render_table, summarise, with_saved_samples
 
     try:
         text = parse.read_text(encoding="utf-8", errors="replace")
@@ -200,7 +274,17 @@ def _parse_file(parse: Path, as_json: bool) -> None:
         for n, r in enumerate(results)
     ]
     summaries = summarise(levels, None)
-    doc = build_document(summaries, all_findings(summaries), source_file=parse.name)
+    series = None
+    if gpu_samples is not None:
+        series = _read_gpu_samples(gpu_samples)
+        try:
+            summaries = with_saved_samples(summaries, series)
+        except ValueError as exc:
+            error(f"{parse}: {exc} (--gpu-samples)")
+            raise typer.Exit(2) from None
+    doc = build_document(summaries, all_findings(summaries), samples=series, source_file=parse.name)
+    if plot is not None:
+        _draw(doc, plot)
     if as_json:
         print_json(doc)
     else:

@@ -75,7 +75,7 @@ def read(path: Path) -> dict[str, str]:
             raise ConfigError(
                 f"must be one of {', '.join(OUTPUTS)}", file=str(path), line=_line_of(text, key), field=key
             )
-        if key == "forks" and value < 1:
+        if key == "forks" and isinstance(value, int) and value < 1:
             raise ConfigError("must be 1 or more", file=str(path), line=_line_of(text, key), field=key)
         shown = str(value)
         if is_path and not Path(shown).expanduser().is_absolute():
@@ -84,11 +84,37 @@ def read(path: Path) -> dict[str, str]:
     return out
 
 
+#: ``GPUHOST_*`` variable → the config file that set it (by :func:`apply`; the environment's own are not here)
+APPLIED: dict[str, Path] = {}
+#: gpuhost's own default of each key (what a command uses when nothing sets it)
+DEFAULTS = {"inventory": None, "forks": 10, "output": "text", "log": None}
+
+
 def apply(cwd: Path | None = None) -> None:
     """Set each ``GPUHOST_*`` variable a config file gives and the environment does not."""
     for path in find_files(cwd):
         for env, value in read(path).items():
-            os.environ.setdefault(env, value)
+            if env not in os.environ:
+                os.environ[env] = value
+                APPLIED[env] = path
+
+
+def in_effect() -> list[dict[str, object]]:
+    """Each key's value now and where it comes from: the environment, a config file (with its line), or the
+    default. A flag on a command line still wins over all of these."""
+    rows: list[dict[str, object]] = []
+    for key, (env, _kind, _is_path) in KEYS.items():
+        value: str | int | None = os.environ.get(env)
+        if env in APPLIED:
+            path = APPLIED[env]
+            line = _line_of(path.read_text(encoding="utf-8"), key)
+            source = f"{path}:{line}" if line else str(path)
+        elif value is not None:
+            source = f"environment ({env})"
+        else:
+            source, value = "default", DEFAULTS[key]
+        rows.append({"key": key, "env": env, "value": value, "source": source})
+    return rows
 
 
 def output_mode() -> str:
@@ -99,3 +125,9 @@ def output_mode() -> str:
     if mode not in OUTPUTS:
         raise UsageError(f"GPUHOST_OUTPUT={mode!r}: must be one of {', '.join(OUTPUTS)}")
     return mode
+
+
+def json_output(flag: bool) -> bool:
+    """Whether a command with one JSON report prints it: ``--json``, or ``GPUHOST_OUTPUT`` json / json-events
+    (a command without an event stream prints its one object, a JSON Lines stream of one line)."""
+    return flag or output_mode() != "text"

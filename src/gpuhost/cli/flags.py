@@ -19,6 +19,8 @@ from typing import Any, TypeVar
 
 import typer
 
+from gpuhost.cli.completion import complete_hosts
+
 F = TypeVar("F", bound=Callable[..., Any])
 
 
@@ -44,6 +46,17 @@ class RunFlags:
     start_at_task: str | None = None
     serial: int | None = None
     reboot_serving: list[str] = field(default_factory=list)
+    max_fail_percentage: int | None = None
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A role variable a command's own flag sets (``--ctid`` sets ``lxc_ctids``); an error about its value
+    names the flag the operator typed."""
+
+    var: str
+    value: Any
+    flag: str
 
 
 #: name → (type typer parses, typer.Option); the order is the order ``--help`` lists them in.
@@ -77,7 +90,10 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
     "extra_vars": (
         list[str],
         typer.Option(
-            [], "-e", "--extra-vars", help="KEY=VALUE or @vars.yml; overrides every other var (e.g. -e gpu_path=vm)."
+            [],
+            "-e",
+            "--extra-vars",
+            help="KEY=VALUE (a string), a JSON mapping or @vars.yml; overrides every other var (-e gpu_path=vm).",
         ),
     ),
     "verbose": (bool, typer.Option(False, "--verbose", "-v", help="Show each remote command and its timing.")),
@@ -109,6 +125,16 @@ _OPTIONS: dict[str, tuple[Any, Any]] = {
         list[str],
         typer.Option([], "--reboot-serving", help="This node may reboot although it serves a model (repeat)."),
     ),
+    "max_fail_percentage": (
+        int | None,
+        typer.Option(
+            None,
+            "--max-fail-percentage",
+            min=0,
+            max=100,
+            help="Stop a rolling run after a batch in which more than this percent of hosts failed (0: any).",
+        ),
+    ),
 }
 assert list(_OPTIONS) == [f.name for f in fields(RunFlags)]
 
@@ -118,14 +144,18 @@ _METAVARS = {
     "tags": "TAG",
     "skip_tags": "TAG",
     "forks": "N",
-    "extra_vars": "KEY=VALUE|@FILE",
+    "extra_vars": "KEY=VALUE|JSON|@FILE",
     "log": "FILE",
     "start_at_task": "NAME",
     "serial": "N",
     "reboot_serving": "NODE",
+    "max_fail_percentage": "PERCENT",
 }
 for _name, _metavar in _METAVARS.items():
     _OPTIONS[_name][1].metavar = _metavar
+
+#: node and group names complete from the inventory (``gpuhost --install-completion``)
+_OPTIONS["limit"][1].autocompletion = complete_hosts
 
 #: ``GPUHOST_*`` environment variables (and ``gpuhost.toml`` keys, see :mod:`gpuhost.cli.config`)
 _OPTIONS["forks"][1].envvar = "GPUHOST_FORKS"
@@ -134,8 +164,30 @@ _OPTIONS["log"][1].envvar = "GPUHOST_LOG"
 FLAG_OPTIONS = tuple(_OPTIONS)
 
 
-def run_flags(func: F) -> F:
-    """Give ``func`` the shared run flags; it receives them as ``flags: RunFlags``."""
+def run_flags(func: F | None = None, *, without: tuple[str, ...] = (), helps: dict[str, str] | None = None) -> Any:
+    """Give ``func`` the shared run flags; it receives them as ``flags: RunFlags``.
+
+    ``@run_flags(without=("allow_reboot",), helps={"allow_restart": "…"})``: a command that has no use for a flag
+    does not show it (the flag keeps its default), and a flag can say what it means for this command."""
+    if func is None:
+        return lambda f: _with_run_flags(f, without, helps or {})
+    return _with_run_flags(func, without, helps or {})
+
+
+def _with_run_flags(func: F, without: tuple[str, ...], helps: dict[str, str]) -> F:
+    import copy
+
+    unknown = (set(without) | set(helps)) - set(_OPTIONS)
+    if unknown:
+        raise TypeError(f"{func.__name__}: {sorted(unknown)} are not run flags")
+    options: dict[str, tuple[Any, Any]] = {}
+    for name, (annotation, option) in _OPTIONS.items():
+        if name in without:
+            continue
+        if name in helps:
+            option = copy.copy(option)
+            option.help = helps[name]
+        options[name] = (annotation, option)
     sig = inspect.signature(func, eval_str=True)
     own = [p for p in sig.parameters.values() if p.name != "flags"]
     clash = {p.name for p in own} & set(_OPTIONS)
@@ -143,18 +195,18 @@ def run_flags(func: F) -> F:
         raise TypeError(f"{func.__name__}: parameters {sorted(clash)} are run flags already")
     shared = [
         inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option, annotation=annotation)
-        for name, (annotation, option) in _OPTIONS.items()
+        for name, (annotation, option) in options.items()
     ]
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        flags = RunFlags(**{name: kwargs.pop(name) for name in _OPTIONS if name in kwargs})
+        flags = RunFlags(**{name: kwargs.pop(name) for name in options if name in kwargs})
         return func(*args, flags=flags, **kwargs)
 
     wrapper.__signature__ = sig.replace(parameters=[*own, *shared])  # type: ignore[attr-defined]
     wrapper.__annotations__ = {
         **{p.name: p.annotation for p in own},
-        **{name: annotation for name, (annotation, _) in _OPTIONS.items()},
+        **{name: annotation for name, (annotation, _) in options.items()},
     }
-    del wrapper.__wrapped__  # type: ignore[attr-defined]  # typer must see the new signature, not the original
+    del wrapper.__wrapped__  # typer must see the new signature, not the original
     return wrapper  # type: ignore[return-value]

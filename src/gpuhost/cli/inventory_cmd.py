@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import typer
 
+from gpuhost.cli.completion import complete_hosts
 from gpuhost.cli.root import app
 from gpuhost.errors import UsageError
 
@@ -18,10 +21,18 @@ def inventory_command(
     graph: bool = typer.Option(False, "--graph", help="Groups and their nodes as a tree (plain ASCII)."),
     limit: str | None = typer.Option(None, "--limit", "-l", help="Only these nodes (same patterns as run)."),
     as_json: bool = typer.Option(False, "--json", help="Nodes, groups and their addresses as JSON."),
+    host: str | None = typer.Option(
+        None,
+        "--host",
+        metavar="NODE",
+        autocompletion=complete_hosts,
+        help="The node's variables as its roles receive them from the inventory (vars, its groups' vars, its own, "
+        "later ones winning), each with the file:line it comes from.",
+    ),
 ) -> None:
-    """Show the inventory's groups and nodes.
+    """Show the inventory's groups and nodes, or one node's merged variables (as ansible-inventory --host).
 
-    Example: gpuhost inventory -i inventory/example.yml --graph
+    Example: gpuhost inventory -i inventory/example.yml --graph  |  gpuhost inventory -i site.yml --host pve1
     """
     from gpuhost.cli.output import console, print_json
     from gpuhost.inventory.loader import load_inventory
@@ -30,6 +41,9 @@ def inventory_command(
         console.print(text, markup=False)
 
     inv = load_inventory(inventory)
+    if host is not None:
+        _host_vars(inv, host, as_json)
+        return
     names = inv.select(limit) if limit else list(inv.nodes)
     if as_json:
         print_json(
@@ -59,3 +73,29 @@ def inventory_command(
             out(f"  |  |--{n}")
     if not names:
         raise UsageError(f"--limit {limit} selects no node")
+
+
+def _host_vars(inv: Any, host: str, as_json: bool) -> None:
+    """``--host NODE``: the merged inventory variables of one node and where each was written."""
+    from gpuhost import yamlfile
+    from gpuhost.cli.output import console, print_json
+    from gpuhost.redact import redact
+
+    if host not in inv.nodes:
+        raise UsageError(f"'{host}' is not a node of {inv.path} (known: {', '.join(inv.nodes) or 'none'})")
+    merged: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    for values, loc in inv.var_sources(host):
+        for key, value in values.items():
+            merged[key] = value
+            line = yamlfile.line_of(inv.document, [*loc, key])
+            origins[key] = f"{inv.path}:{line}" if line else str(inv.path)
+    if as_json:
+        print_json({"host": host, "vars": merged, "origins": origins})
+        return
+    if not merged:
+        console.print(f"{host}: no variables in {inv.path}", markup=False)
+    width = max((len(k) for k in merged), default=0)
+    for key, value in merged.items():
+        shown = json.dumps(value, default=str, sort_keys=True)
+        console.print(redact(f"{key:<{width}}  {shown}  ({origins[key]})"), markup=False, soft_wrap=True)

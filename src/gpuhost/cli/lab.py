@@ -27,16 +27,21 @@ StateDir = typer.Option(DEFAULT_STATE_DIR, "--state-dir", help="Where the lab ke
 @lab_app.command("up")
 def up(
     nodes: int = typer.Option(1, "--nodes", "-n", help="How many nodes to start."),
-    boot: str = typer.Option("systemd-boot", "--boot", help="Bootloader of every node: grub or systemd-boot."),
+    boot: str = typer.Option("systemd-boot", "--boot", help="Boot loader of each node: grub, grub-pbt, systemd-boot."),
     cpu: str = typer.Option("amd", "--cpu", help="CPU vendor of every node: amd or intel."),
     pve: int = typer.Option(8, "--pve", help="Proxmox VE major version: 8 or 9."),
     address: str = typer.Option(DEFAULT_BASE_ADDRESS, "--address", help="Address of the first node (127.0.0.0/8)."),
-    seed: list[Path] = typer.Option([], "--seed", help="Directory copied into every node's root (repeatable)."),
+    seed: list[Path] = typer.Option(
+        [], "--seed", metavar="DIR", help="Directory copied into every node's root (repeatable)."
+    ),
     gpus: int = typer.Option(0, "--gpus", help="Simulated NVIDIA GPUs per node (with drivers to install)."),
     gpu_model: str = typer.Option(DEFAULT_MODEL, "--gpu-model", help="GPU model of every node."),
     numa: int = typer.Option(1, "--numa", help="NUMA nodes (sockets) the GPUs are spread over: 1 or 2."),
     vm: int = typer.Option(
         0, "--vm", help="Seed each GPU node with this VM id holding every GPU as the seeds had it (i440fx)."
+    ),
+    from_capture: Path = typer.Option(
+        None, "--from-capture", help="Start one node built from a 'gpuhost capture' bundle (a replica of that host)."
     ),
     state_dir: Path = StateDir,
 ) -> None:
@@ -44,6 +49,14 @@ def up(
     from gpuhost.lab import manager
     from gpuhost.lab.gpu.topology import plan as topology_plan
 
+    if from_capture is not None:
+        shaped = {"--nodes": nodes != 1, "--gpus": gpus != 0, "--vm": vm != 0, "--numa": numa != 1}
+        shaped |= {"--boot": boot != "systemd-boot", "--cpu": cpu != "amd", "--pve": pve != 8}
+        given = [flag for flag, set_ in shaped.items() if set_]
+        if given:
+            raise UsageError(f"--from-capture builds the node from the bundle; drop {', '.join(given)}")
+        _up_from_capture(from_capture, address, seed, state_dir)
+        return
     plan = plan_nodes(nodes, base_address=address, boot=boot, cpu=cpu, pve=pve)
     gpu_model = model(gpu_model).name
     if vm and not gpus:
@@ -69,6 +82,34 @@ def up(
     typer.echo(
         f"ssh: ssh -i {info.state_dir}/client_key -o UserKnownHostsFile={info.state_dir}/known_hosts root@{first}"
     )
+
+
+def _up_from_capture(bundle_path: Path, address: str, seed: list[Path], state_dir: Path) -> None:
+    """``lab up --from-capture``: the bundle is read and checked before anything starts (exit 2 when refused)."""
+    import tempfile
+
+    from gpuhost.lab import manager
+    from gpuhost.lab.replica import bundle, node, shape
+
+    for d in seed:
+        if not d.is_dir():
+            raise UsageError(f"--seed {d}: not a directory")
+    replica = shape.build(bundle.load(bundle_path))
+    spec = node.node_spec(replica, address)
+    typer.echo(
+        f"replica of {replica.source}: {replica.gpus} GPU(s), {replica.boot}, PVE {replica.pve}, "
+        f"{len(replica.seed)} file(s) of the host"
+    )
+    typer.echo("not reproduced by the lab:")
+    for note in replica.not_reproduced:
+        typer.echo(f"  - {note}")
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="gpuhost-replica-") as tmp:
+        node.write_seed(replica, Path(tmp))
+        info = manager.up([spec], state_dir, seed_dirs=[Path(tmp), *seed], hooks=[node.hook(replica)])
+    typer.echo(f"lab up: 1 node (replica of {replica.source}) in {time.monotonic() - started:.1f} s")
+    _print_nodes(info.nodes)
+    typer.echo(f"inventory: {info.inventory}")
 
 
 @lab_app.command("down")

@@ -42,21 +42,21 @@ def print_listing(
                 failed = True
                 out(f"    cannot list this host's role tasks: {entry.error}")
                 continue
-            for t in entry.tasks:
-                if t.is_flush:
+            for task in entry.tasks:
+                if task.is_flush:
                     out("    (flush handlers)")
                     continue
-                tags = task_tags(t)
-                out(f"    {t.name}" + (f"  [{', '.join(tags)}]" if tags else ""))
-            for h in entry.handlers:
-                out(f"    handler: {h.name}")
+                names = task_tags(task)
+                out(f"    {task.name}" + (f"  [{', '.join(names)}]" if names else ""))
+            for handler in entry.handlers:
+                out(f"    handler: {handler.name}")
     if flags.list_tags:
         by_play: dict[str, set[str]] = {}
         for entry in listed:
-            tags = by_play.setdefault(entry.play, set())
-            for t in entry.tasks:
-                tags.update(task_tags(t))
+            play_tags = by_play.setdefault(entry.play, set())
+            for task in entry.tasks:
+                play_tags.update(task_tags(task))
             failed = failed or entry.error is not None
-        for play, tags in by_play.items():
-            out(f"play: {play}  tags: {', '.join(sorted(tags)) or '(none)'}")
+        for play_name, tag_set in by_play.items():
+            out(f"play: {play_name}  tags: {', '.join(sorted(tag_set)) or '(none)'}")
     return 1 if failed else 0

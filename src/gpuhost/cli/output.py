@@ -47,22 +47,38 @@ class _LazyConsole:
             self._console = console
         return self._console
 
-    def reset(self) -> None:
-        """Forget the console (a test that swaps ``sys.stdout`` gets a fresh one)."""
-        self._console = None
-
     @property
     def plain(self) -> bool:
         return not self._real().is_terminal
 
     def print(self, *objects: Any, **kwargs: Any) -> None:
         real = self._real()
+        objects = tuple(_safe(o) for o in objects)
         if not real.is_terminal:
             objects = tuple(_plain(o) for o in objects)
         real.print(*objects, **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._real(), name)
+
+
+def _safe(renderable: Any) -> Any:
+    """``renderable`` with control characters in its text shown escaped (:func:`gpuhost.redact.printable`):
+    text from outside (a log line, a capture's GPU name, remote output) never reaches the terminal raw."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from gpuhost.redact import printable
+
+    if isinstance(renderable, str):
+        return printable(renderable)
+    if isinstance(renderable, Text):
+        clean = printable(renderable.plain)
+        return renderable if clean == renderable.plain else Text(clean, style=renderable.style)
+    if isinstance(renderable, Table):
+        for column in renderable.columns:
+            column._cells = [_safe(cell) for cell in column._cells]
+    return renderable
 
 
 def _plain(renderable: Any) -> Any:
@@ -105,7 +121,7 @@ class LivePrinter:
     def __call__(self, r: TaskResult) -> None:
         from rich.text import Text
 
-        label = r.status
+        label: str = r.status
         if r.status == "changed" and self.check:
             label = "would change"
         line = Text(f"[{r.host}] ")
@@ -115,6 +131,8 @@ class LivePrinter:
         if detail:
             line += Text(f" — {redact(detail)}", style="dim" if not r.error else "red")
         console.print(line)
+        for warning in r.warnings:
+            console.print(Text(f"    [WARNING]: {redact(warning)}", style="yellow"))
         if self.show_stdout and r.stdout:
             for out in redact(r.stdout).splitlines():
                 console.print(Text("    | " + out, style="dim"))
@@ -133,7 +151,8 @@ def _notes(s: Any) -> str:
     if s.rebooted:
         notes.append("rebooted")
     if s.restart_required:
-        notes.append("restart required: CT " + ", ".join(map(str, s.restart_required)) + " (--allow-restart)")
+        names = s.restart_guests or [f"guest {g}" for g in s.restart_required]
+        notes.append("restart required: " + ", ".join(names) + " (--allow-restart)")
     return ", ".join(notes)
 
 

@@ -9,7 +9,9 @@ download's bytes so far) only changes what the step shows. While a step lasts:
 * elsewhere (a pipe, CI, a log), a plain ``still`` line repeats the step every ``every`` seconds, so
   a log never goes silent for long.
 
-A step ends with the host's next step or its task's result. stdout stays for results.
+A task without progress of its own is a step too (``gpuhost.core.progress.task_started``: no line of its own,
+then the live line and the ``still`` lines as for any step). A step ends with the host's next step or its task's
+result. stdout stays for results.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import threading
 import time
 from typing import Any, TextIO
 
-from gpuhost.redact import redact
+from gpuhost.redact import for_terminal
 
 
 class ProgressLines(logging.Handler):
@@ -64,11 +66,15 @@ class ProgressLines(logging.Handler):
         from gpuhost.core.progress import format_record
 
         try:
-            line = redact(format_record(record))
+            line = for_terminal(format_record(record))
             host = str(getattr(record, "host", "?"))
             now = time.monotonic()
-            message = redact(record.getMessage())
+            message = for_terminal(record.getMessage())
             with self._lock:
+                if getattr(record, "quiet", False):  # a task began: its step shows on the live line, no line
+                    self._steps[host] = (message, now, now)
+                    self._draw()
+                    return
                 if getattr(record, "update", False):  # the step's state now: the live line, the next `still`
                     _, began, written = self._steps.get(host, (message, now, now))
                     self._steps[host] = (message, began, written)

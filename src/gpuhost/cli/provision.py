@@ -6,8 +6,8 @@ from pathlib import Path
 
 import typer
 
-from gpuhost.cli.flags import RunFlags, run_flags
-from gpuhost.cli.playbook_commands import InventoryOpt, run_with_flags
+from gpuhost.cli.flags import Preset, RunFlags, run_flags
+from gpuhost.cli.playbook_run import InventoryOpt, run_with_flags
 from gpuhost.cli.root import app
 from gpuhost.errors import UsageError
 
@@ -46,8 +46,8 @@ def provision_lxc(
 
     Example: gpuhost provision lxc -i inventory/site.yml --ctid 200 --allow-reboot --allow-restart
     """
-    preset = {"lxc_ctids": ctid} if ctid else {}
-    raise typer.Exit(run_with_flags(_builtin("provision-lxc.yml"), inventory, flags, preset, record_drift=True))
+    presets = [Preset("lxc_ctids", ctid, "--ctid")] if ctid else []
+    raise typer.Exit(run_with_flags(_builtin("provision-lxc.yml"), inventory, flags, presets, record_drift=True))
 
 
 @provision_app.command("vm")
@@ -59,5 +59,5 @@ def provision_vm(
     flags: RunFlags,
 ) -> None:
     """The host's VM path, then each GPU VM: q35, pcie=1 passthrough, GPUDirect cliques, driver and P2P in the guest."""
-    preset = {"vm_vmids": vmid} if vmid else {}
-    raise typer.Exit(run_with_flags(_builtin("provision-vm.yml"), inventory, flags, preset, record_drift=True))
+    presets = [Preset("vm_vmids", vmid, "--vmid")] if vmid else []
+    raise typer.Exit(run_with_flags(_builtin("provision-vm.yml"), inventory, flags, presets, record_drift=True))

@@ -6,8 +6,13 @@ the machinery it needs inside its function, so ``gpuhost --help`` starts fast.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import typer
 import typer.core
+
+if TYPE_CHECKING:
+    import click  # typer 0.28 vendors its own (typer._click): the real one is not imported at run time
 
 
 def _quiet_flags() -> None:
@@ -16,13 +21,37 @@ def _quiet_flags() -> None:
     if shown is None:
         return
 
-    def display_type_rich(self: typer.core.TyperOption, ctx: typer.core.click.Context) -> str | None:
+    def display_type_rich(self: typer.core.TyperOption, ctx: click.Context) -> str | None:
         return None if self.is_flag else shown(self, ctx)
 
-    typer.core.TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+    setattr(typer.core.TyperOption, "display_type_rich", display_type_rich)  # noqa: B010  (absent in older typer)
 
 
 _quiet_flags()
+
+
+def _named_metavars() -> None:
+    """A value without its own metavar is shown by what it is, as Ansible's help does (``-l LIMIT``,
+    ``--lines N``, ``-i FILE``), not by its Python type (``<str>``, ``<int>``, ``<path>``)."""
+    original = typer.core.TyperOption.make_metavar
+
+    def make_metavar(self: typer.core.TyperOption, ctx: Any) -> str:  # typer's own click Context
+        if self.metavar is not None or self.is_flag:
+            return original(self, ctx)
+        kind = self.type.name
+        name = (self.name or "value").lower()
+        if kind in ("int", "float", "int range", "float range"):
+            return "SECONDS" if "timeout" in name else "N"
+        if kind == "path":
+            return "DIR" if name == "out" or "dir" in name else "FILE"
+        if kind == "str":
+            return name.upper()
+        return original(self, ctx)
+
+    typer.core.TyperOption.make_metavar = make_metavar  # type: ignore[method-assign]
+
+
+_named_metavars()
 
 
 def _plain_when_piped() -> None:

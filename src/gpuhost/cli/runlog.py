@@ -1,6 +1,7 @@
 """``--log FILE``: the whole run in a plain-text file, redacted, for tickets and post-mortems.
 
-The file gets a header (gpuhost version, the command line, the time), every remote command with its
+Every line starts with its UTC time to the millisecond (``2026-12-01T19:40:05.123Z``). The file gets a header
+(gpuhost version, the command line, the time), every remote command with its
 exit code and timing (what ``-v`` shows, whether or not ``-v`` is given), every task result with its
 diff and error, and the recap. It is appended to, so one file can hold several runs.
 """
@@ -72,7 +73,8 @@ class RunLog:
     def line(self, text: str) -> None:
         if self._stream is None:
             return
-        stamp = time.strftime("%H:%M:%S")
+        now = time.time()  # UTC with the date: a log appended to over days, or read beside other machines' logs
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{int(now % 1 * 1000):03d}Z"
         with self._lock:
             for part in redact(text).splitlines() or [""]:
                 self._stream.write(f"{stamp} {part}\n")
@@ -82,6 +84,8 @@ class RunLog:
         from gpuhost.cli.output import task_line
 
         self.line(task_line(result, self.check))
+        for warning in result.warnings:
+            self.line(f"    [WARNING]: {warning}")
         if result.stdout:
             self.line("\n".join("    | " + o for o in result.stdout.splitlines()))
         if result.diff:

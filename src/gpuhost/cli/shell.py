@@ -7,13 +7,16 @@ from typing import Any
 
 import typer
 
+from gpuhost.cli.completion import complete_hosts
 from gpuhost.cli.root import app
 from gpuhost.errors import UsageError
 
 
 @app.command("shell")
 def shell_command(
-    hosts: str = typer.Argument(..., help="Nodes: a name, a group, all, globs, !exclusions, @FILE."),
+    hosts: str = typer.Argument(
+        ..., help="Nodes: a name, a group, all, globs, !exclusions, @FILE.", autocompletion=complete_hosts
+    ),
     command: list[str] = typer.Argument(..., help="The command, after -- (run by the remote shell)."),
     inventory: Path = typer.Option(
         ..., "-i", "--inventory", help="Inventory file (YAML).", envvar="GPUHOST_INVENTORY", metavar="FILE"
@@ -75,10 +78,10 @@ def shell_command(
 
 def _print_result(r: Any) -> None:
     from gpuhost.cli.output import console
-    from gpuhost.redact import redact
+    from gpuhost.redact import for_terminal, redact
 
     def out(text: str) -> None:
-        console.print(text, markup=False)
+        console.print(for_terminal(text), markup=False)
 
     if r.error and r.exit_code is None:
         out(

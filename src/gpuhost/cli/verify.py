@@ -38,7 +38,9 @@ def _connection(host: str | None, inventory: Path | None) -> Connection:
 @verify_app.command("p2p")
 def p2p_command(
     host: str | None = typer.Option(None, "--host", help="Node of the inventory to probe (default: this machine)."),
-    inventory: Path | None = typer.Option(None, "-i", "--inventory", help="Inventory file (YAML)."),
+    inventory: Path | None = typer.Option(
+        None, "-i", "--inventory", help="Inventory file (YAML).", envvar="GPUHOST_INVENTORY", metavar="FILE"
+    ),
     ctid: int | None = typer.Option(None, "--ctid", help="Probe inside this LXC on the node (pct push/exec)."),
     from_file: list[Path] | None = typer.Option(
         None,
@@ -68,41 +70,34 @@ def p2p_command(
 
     Exit 0 pass (warnings allowed), 1 fail, 2 cannot run (nothing could be judged).
     """
+    from gpuhost.cli.config import json_output
     from gpuhost.p2p.json_out import cannot_run_json
-    from gpuhost.p2p.service import judge_files, probe_target, settings_from_options
+    from gpuhost.p2p.service import P2PRequest, verify_p2p
 
+    as_json = json_output(as_json)
+    request = P2PRequest(
+        from_file=from_file or (),
+        host=host,
+        ctid=ctid,
+        expect_p2p=expect_p2p,
+        link=link,
+        baseline=baseline,
+        save_report=save_report,
+        heatmap=heatmap,
+        size_mib=size_mib,
+        samples=samples,
+        devices=devices,
+        staged=staged,
+        nccl=nccl,
+    )
     try:
-        settings = settings_from_options(expect_p2p=expect_p2p, link=link, baseline=baseline)
-        if from_file:
-            if host or ctid is not None:
-                raise UsageError("--from-file judges files; it takes no --host or --ctid")
-            outcome = judge_files(from_file, settings)
-        else:
-            from gpuhost.p2p.remote import ProbeOptions
-
-            opts = ProbeOptions(
-                size_mib=size_mib,
-                samples=samples,
-                staged=staged,
-                nccl=nccl,
-                devices=[int(d) for d in devices.split(",")] if devices else None,
-            )
-            target = (host or "localhost") + (f" CT {ctid}" if ctid is not None else "")
-            with _connection(host, inventory) as conn:
-                outcome = probe_target(conn, target, settings, options=opts, ctid=ctid, save_report=save_report)
-        if heatmap is not None and outcome.evidence is not None:
-            from gpuhost.p2p.heatmap import write_heatmap
-
-            write_heatmap(outcome.evidence, heatmap, f"{outcome.target}: {outcome.word}")
+        outcome = verify_p2p(request, lambda: _connection(host, inventory))
     except GpuhostError as exc:
         if as_json:
             print_json(cannot_run_json(exc.exit_code, str(exc)))
         else:
             error(str(exc))
         raise typer.Exit(exc.exit_code) from exc
-    except ValueError as exc:
-        error(f"--devices: {exc}")
-        raise typer.Exit(2) from exc
 
     if as_json:
         from gpuhost.p2p.json_out import outcome_json
@@ -114,34 +109,6 @@ def p2p_command(
         for item in render(outcome):
             console.print(item)
     raise typer.Exit(outcome.exit_code)
-
-
-def _check_inputs(inventory: Path, kind: str, limit: str | None, ctids: list[int], vmids: list[int]) -> None:
-    """Every expectation is validated before any node is contacted (bad input: exit 2)."""
-    from gpuhost.errors import ConfigError
-    from gpuhost.inventory.loader import load_inventory
-    from gpuhost.runner.verify import host_vars, lxc_vars
-
-    inv = load_inventory(inventory)
-    names = inv.select(limit) if limit else list(inv.nodes)
-    if kind == "host":
-        for name in names:
-            host_vars(inv, name)
-        return
-    if kind == "vm":
-        vms = [v for n in names for v in inv.nodes[n].vms if not vmids or v in vmids]
-        if not vms:
-            which = f"--vmid {', '.join(map(str, vmids))}: no such VM" if vmids else "no VM (nodes.NAME.vms)"
-            raise ConfigError(f"{which} in the inventory")
-        return
-    if kind == "serve":
-        from gpuhost.runner.serve import targets
-
-        targets(inv, limit=limit, ctids=ctids or None)
-        return
-    plans = [lxc_vars(inv, name, ctids or None) for name in names]
-    if ctids and not any(p.selected() for p in plans):
-        raise ConfigError(f"--ctid {', '.join(map(str, ctids))}: no such container in the inventory")
 
 
 def _run_and_print(
@@ -156,10 +123,13 @@ def _run_and_print(
     verbose: bool,
     vmids: list[int] | None = None,
 ) -> None:
+    from gpuhost.acceptance.expect import check_inputs
     from gpuhost.acceptance.run import run_suite
+    from gpuhost.cli.config import json_output
     from gpuhost.cli.output import print_json, print_suite
 
-    _check_inputs(inventory, kind, limit, ctids, vmids or [])
+    as_json = json_output(as_json)
+    check_inputs(inventory, kind, limit, ctids, vmids or [])
     report = run_suite(kind, inventory, limit=limit, ctids=ctids, vmids=vmids, junit_xml=junit_xml, drift=drift)  # type: ignore[arg-type]
     if as_json:
         print_json(report.to_json())
@@ -172,6 +142,9 @@ def _run_and_print(
     raise typer.Exit(report.exit_code)
 
 
+InventoryOpt = typer.Option(
+    ..., "-i", "--inventory", help="Inventory file (YAML).", envvar="GPUHOST_INVENTORY", metavar="FILE"
+)
 JunitOpt = typer.Option(None, "--junit-xml", help="Also write the results as JUnit XML (for CI systems).")
 DriftOpt = typer.Option(False, "--drift", help="Also list what changed since the last provision.")
 VerboseOpt = typer.Option(False, "--verbose", "-v", help="Also show pytest's own output.")
@@ -179,7 +152,7 @@ VerboseOpt = typer.Option(False, "--verbose", "-v", help="Also show pytest's own
 
 @verify_app.command("host")
 def verify_host_command(
-    inventory: Path = typer.Option(..., "-i", "--inventory", help="Inventory file (YAML)."),
+    inventory: Path = InventoryOpt,
     limit: str | None = typer.Option(None, "--limit", "-l", help="Only these nodes or groups (comma list)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (schema gpuhost.verify/2)."),
     junit_xml: Path | None = JunitOpt,
@@ -205,7 +178,7 @@ def verify_host_command(
 
 @verify_app.command("lxc")
 def verify_lxc_command(
-    inventory: Path = typer.Option(..., "-i", "--inventory", help="Inventory file (YAML)."),
+    inventory: Path = InventoryOpt,
     limit: str | None = typer.Option(None, "--limit", "-l", help="Only these nodes or groups (comma list)."),
     ctid: list[int] = typer.Option([], "--ctid", help="Only this container (repeat for more)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (schema gpuhost.verify/2)."),
@@ -232,7 +205,7 @@ def verify_lxc_command(
 
 @verify_app.command("vm")
 def verify_vm_command(
-    inventory: Path = typer.Option(..., "-i", "--inventory", help="Inventory file (YAML)."),
+    inventory: Path = InventoryOpt,
     limit: str | None = typer.Option(None, "--limit", "-l", help="Only these nodes or groups (comma list)."),
     vmid: list[int] = typer.Option([], "--vmid", help="Only this VM (repeat for more)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (schema gpuhost.verify/2)."),
@@ -260,7 +233,7 @@ def verify_vm_command(
 
 @verify_app.command("serve")
 def verify_serve_command(
-    inventory: Path = typer.Option(..., "-i", "--inventory", help="Inventory file (YAML)."),
+    inventory: Path = InventoryOpt,
     limit: str | None = typer.Option(None, "--limit", "-l", help="Only these nodes or groups (comma list)."),
     ctid: list[int] = typer.Option([], "--ctid", help="Only this container (repeat for more)."),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object (schema gpuhost.verify/2)."),
@@ -280,12 +253,14 @@ def verify_serve_command(
     Exit 0 when every check passes, 1 when one fails, 2 on bad input.
     """
     if group:
+        from gpuhost.cli.config import json_output
         from gpuhost.cli.output import print_findings
         from gpuhost.inventory.loader import load_inventory
-        from gpuhost.runner.serve import verify_group
+        from gpuhost.runner.connect import open_connection
+        from gpuhost.serve.service import verify_group
 
-        report = verify_group(load_inventory(inventory), group)
-        if as_json:
+        report = verify_group(load_inventory(inventory), group, connect=open_connection)
+        if json_output(as_json):
             print_json(report.to_json())
         else:
             print_findings(report.findings)

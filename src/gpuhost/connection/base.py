@@ -94,7 +94,9 @@ class Held(ABC):
 class Rebootable(Protocol):
     """A connection to a machine gpuhost may reboot: it reboots it, waits, and reconnects."""
 
-    def reboot(self, timeout: float) -> None: ...
+    def reboot(self, timeout: float, record: tuple[str, str] | None = None) -> None: ...
+
+    def await_pending_reboot(self, boot_id: str, timeout: float) -> bool: ...
 
 
 class Connection(ABC):
@@ -201,14 +203,26 @@ class Connection(ABC):
         :class:`CommandFailed`. A destination that already has this checksum is not sent again:
         the result says ``sent=False`` (and ``changed`` only if its mode had to be corrected)."""
         with open_payload(data, sha256) as payload:
-            current = self.remote_sha256(remote_path)
-            if current is not None and current[0] == payload.sha256:
-                changed = mode is not None and int(current[1], 8) != mode
-                if changed:
-                    self.run(["chmod", format(mode or 0, "04o"), "--", remote_path])
-                return WriteResult(remote_path, None, payload.sha256, payload.size, sent=False, changed=changed)
+            there = self.already_there(remote_path, payload.sha256, mode, payload.size)
+            if there is not None:
+                return there
             request = WriteRequest(remote_path, payload.size, payload.sha256, mode, backup, backup_dir, keep, symlinks)
-            return self._send(payload, request, timeout)
+            return self._upload(payload, request, timeout)
+
+    def already_there(self, remote_path: str, sha256: str, mode: int | None, size: int) -> WriteResult | None:
+        """The result of a copy that need not be sent: ``remote_path`` has ``sha256`` already (its mode corrected
+        if need be); None when it must be sent."""
+        current = self.remote_sha256(remote_path)
+        if current is None or current[0] != sha256:
+            return None
+        changed = mode is not None and int(current[1], 8) != mode
+        if changed:
+            self.run(["chmod", format(mode or 0, "04o"), "--", remote_path])
+        return WriteResult(remote_path, None, sha256, size, sent=False, changed=changed)
+
+    def _upload(self, payload: Payload, request: WriteRequest, timeout: float | None) -> WriteResult:
+        """How :meth:`put_file` sends a file that must be sent (a transport may stage it elsewhere first)."""
+        return self._send(payload, request, timeout)
 
     def get_file(
         self, remote_path: str, local_path: str | os.PathLike[str] | None = None, *, timeout: float | None = None

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from gpuhost.connection.base import Connection, Stdin, WriteResult
-from gpuhost.connection.payload import Source, check_sha256, open_payload
+from gpuhost.connection.payload import Payload, check_sha256
 from gpuhost.connection.write_script import TEMP_NAME_SCRIPT, SymlinkPolicy, WriteRequest
 from gpuhost.core.result import CommandResult
 from gpuhost.errors import CommandFailed
@@ -53,35 +53,14 @@ class PctConnection(Connection):
             command, result.exit_code, result.stdout, result.stderr, result.duration, timed_out=result.timed_out
         )
 
-    def put_file(
-        self,
-        remote_path: str,
-        data: Source,
-        *,
-        mode: int | None = None,
-        sha256: str | None = None,
-        backup: bool = False,
-        backup_dir: str | None = None,
-        keep: int | None = None,
-        symlinks: SymlinkPolicy = "follow",
-        timeout: float | None = None,
-    ) -> WriteResult:
-        with open_payload(data, sha256) as payload:
-            current = self.remote_sha256(remote_path)
-            if current is not None and current[0] == payload.sha256:
-                changed = mode is not None and int(current[1], 8) != mode
-                if changed:
-                    self.run(["chmod", format(mode or 0, "04o"), "--", remote_path])
-                return WriteResult(remote_path, None, payload.sha256, payload.size, sent=False, changed=changed)
-            request = WriteRequest(remote_path, payload.size, payload.sha256, mode, backup, backup_dir, keep, symlinks)
-            staging = self._node_temp_dir()
-            try:
-                self.node.put_file(
-                    f"{staging}/data", payload.stream, mode=0o600, sha256=payload.sha256, timeout=timeout
-                )
-                return self._push(f"{staging}/data", request, timeout)
-            finally:
-                self.node.run(["rm", "-rf", "--", staging], check=False)
+    def _upload(self, payload: Payload, request: WriteRequest, timeout: float | None) -> WriteResult:
+        """Staged on the node, then ``pct push``-ed into the container (checked there before the rename)."""
+        staging = self._node_temp_dir()
+        try:
+            self.node.put_file(f"{staging}/data", payload.stream, mode=0o600, sha256=payload.sha256, timeout=timeout)
+            return self._push(f"{staging}/data", request, timeout)
+        finally:
+            self.node.run(["rm", "-rf", "--", staging], check=False)
 
     def push_from_node(
         self,
@@ -99,12 +78,9 @@ class PctConnection(Connection):
         the target (its directory is created if need be). A target that already has ``sha256`` is not sent
         again (only its mode corrected)."""
         want = check_sha256(sha256)
-        current = self.remote_sha256(remote_path)
-        if current is not None and current[0] == want:
-            changed = mode is not None and int(current[1], 8) != mode
-            if changed:
-                self.run(["chmod", format(mode or 0, "04o"), "--", remote_path])
-            return WriteResult(remote_path, None, want, 0, sent=False, changed=changed)
+        there = self.already_there(remote_path, want, mode, 0)
+        if there is not None:
+            return there
         size = self.node.run(["sh", "-c", _SOURCE_SCRIPT, "gpuhost-stat", node_path], ok_codes=(0, 44))
         parts = size.stdout.split()
         if size.exit_code == 44 or len(parts) != 2:

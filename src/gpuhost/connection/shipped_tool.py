@@ -142,6 +142,41 @@ def run_tool(
     return ToolOutput(_parse(result, output, name, target.name), result)
 
 
+def run_inline(
+    conn: Connection,
+    name: str,
+    args: Sequence[str] = (),
+    *,
+    ctid: int | None = None,
+    timeout: float | None = None,
+    ok_codes: Sequence[int] | None = (0,),
+) -> ToolOutput:
+    """Run the stdlib-only Python program ``name`` of :mod:`gpuhost.tools` on ``conn``'s machine (or container
+    ``ctid`` on it) in one round trip: its source travels in the command (``python3 -c``, base64), nothing is
+    copied or left behind. Its stdout is parsed as one JSON document; failures are :class:`ToolFailed` as with
+    :func:`run_tool` (a missing python3 says so)."""
+    from gpuhost.resources import tool_command
+
+    target = target_of(conn, ctid)
+    shown = f"python3 {name} {shlex.join(args)}".rstrip()  # what errors name (not the program's base64)
+    raw = target.run(tool_command("python3", name, list(args)), check=False, timeout=timeout)
+    result = CommandResult(shown, raw.exit_code, raw.stdout, raw.stderr, raw.duration, timed_out=raw.timed_out)
+    if result.timed_out:
+        raise ToolFailed(
+            f"{name} timed out after {timeout or target.default_timeout or 0:g} s",
+            shown,
+            result.exit_code,
+            result.stdout,
+            result.stderr,
+            host=target.name,
+        )
+    if result.exit_code == 127 and "python3" in result.stderr:
+        raise ToolFailed(_PREPARE_ERRORS[NO_PYTHON], shown, result.exit_code, "", result.stderr, host=target.name)
+    if ok_codes is not None and result.exit_code not in ok_codes:
+        raise ToolFailed(f"{name} failed", shown, result.exit_code, result.stdout, result.stderr, host=target.name)
+    return ToolOutput(_parse(result, "json", name, target.name), result)
+
+
 @dataclass
 class BackgroundTool:
     """A shipped tool left running on the target (:func:`start_tool`): its process id and private directory.
@@ -169,8 +204,16 @@ class BackgroundTool:
         return f"tr '\\0' ' ' < /proc/{self.pid}/cmdline 2>/dev/null | grep -qF -- {shlex.quote(self.tmp + '/')}"
 
     def read_output(self) -> str:
-        """What the tool has printed so far (stdout)."""
-        data = self.target.get_file(self._out, timeout=300)
+        """What the tool has printed so far (stdout).
+
+        The file may still be growing, so what is read is a copy taken first: the checksummed read of the live
+        file could see it change between the bytes and their checksum."""
+        snapshot = f"{self.tmp}/stdout.read"
+        self.target.run(["cp", "--", self._out, snapshot], timeout=60)
+        return self._read(snapshot)
+
+    def _read(self, path: str) -> str:
+        data = self.target.get_file(path, timeout=300)
         return data.decode("utf-8", "replace") if isinstance(data, bytes) else ""
 
     def stop(self, grace: float = 10.0) -> str:
@@ -185,7 +228,7 @@ class BackgroundTool:
         try:
             self.target.run(script, check=False, timeout=grace + 60)
             try:
-                self.output = self.read_output()
+                self.output = self._read(self._out)  # the tool has ended: its file no longer grows
             except CommandFailed:
                 self.output = ""
         finally:
@@ -204,14 +247,14 @@ def start_tool(
     *,
     name: str = "tool.pyz",
     ctid: int | None = None,
-    timeout: float | None = None,
 ) -> BackgroundTool:
-    """Ship ``tool`` like :func:`run_tool` and start it in the background (its own session, stdout to a file in
-    its private directory); the caller must :meth:`BackgroundTool.stop` it (in a ``finally``)."""
+    """Ship ``tool`` like :func:`run_tool` (within the connection's default timeout) and start it in the background
+    (its own session, stdout to a file in its private directory); the caller must :meth:`BackgroundTool.stop` it
+    (in a ``finally``)."""
     target, tmp = _prepare(conn, ctid, name)
     path = f"{tmp}/{name}"
     try:
-        _ship(target, path, tool, name, timeout)
+        _ship(target, path, tool, name, None)
         q = shlex.quote(tmp)
         command = (
             f"cd {q} && {{ nohup python3 {shlex.quote(path)} {shlex.join(args)} "

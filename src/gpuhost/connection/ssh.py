@@ -15,6 +15,7 @@ with :class:`~gpuhost.errors.ConnectionFailed`.
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import threading
 import time
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal
 
+from gpuhost.connection import remote_kill
 from gpuhost.connection.base import DEFAULT_TIMEOUT, Connection, Held, Stdin, iter_chunks, to_shell
 from gpuhost.connection.paramiko_import import paramiko
 from gpuhost.connection.watchdog import Watchdog
@@ -83,11 +85,37 @@ class _AcceptNewPolicy(paramiko.MissingHostKeyPolicy):
         client.get_host_keys().add(hostname, key.get_name(), key)
 
 
+#: the keys paramiko looks for under ~/.ssh when ``look_for_keys`` is on (paramiko/client.py, ``SSHClient._auth``)
+DEFAULT_KEYS = ("id_rsa", "id_ecdsa", "id_ed25519")
+
+
+def auth_hint(s: SSHSettings, keys: list[str]) -> str:
+    """What was offered to the server as ``s.user``, and the three ways to offer the right key."""
+    tried = list(keys)
+    if s.look_for_keys:
+        tried += [str(p) for k in DEFAULT_KEYS if (p := Path("~/.ssh", k).expanduser()).exists()]
+    offered = f"key files tried: {', '.join(tried)}" if tried else "no key file was found to try"
+    if not s.allow_agent:
+        agent = "ssh-agent not used (ssh.use_agent: false)"
+    elif os.environ.get("SSH_AUTH_SOCK"):
+        agent = "ssh-agent asked (SSH_AUTH_SOCK)"
+    else:
+        agent = "no ssh-agent running (SSH_AUTH_SOCK is not set)"
+    return (
+        f"logging in as {s.user}: {offered}; {agent}. Fix: name the key in the inventory (ssh.key_file), "
+        f"load it into ssh-agent (ssh-add KEY), or give the host an IdentityFile in ~/.ssh/config"
+    )
+
+
 def _host_key_id(address: str, port: int) -> str:
     return address if port == 22 else f"[{address}]:{port}"
 
 
 class SSHConnection(Connection):
+    #: session channels opened for commands (each one round trip), those run for a container through
+    #: ``pct exec`` over this connection included (:attr:`commands_run` counts only the node's own)
+    sessions_opened: int = 0
+
     def __init__(self, name: str, settings: SSHSettings) -> None:
         self.name = name
         self.settings = settings
@@ -119,8 +147,9 @@ class SSHConnection(Connection):
         connect_kwargs["sock"] = sock
         client = paramiko.SSHClient()
         client.get_host_keys().clear()
+        revoked: set[tuple[str, str]] = set()
         if known_hosts.exists():
-            client.load_host_keys(str(known_hosts))
+            revoked = _load_known_hosts(client, known_hosts, self.name)
         if s.host_key_policy == "accept-new":
             client.set_missing_host_key_policy(_AcceptNewPolicy(known_hosts))
         else:
@@ -151,10 +180,20 @@ class SSHConnection(Connection):
                     f"host key of {_host_key_id(s.address, s.port)} is not in {known_hosts}; add it "
                     "(ssh-keyscan, or the lab's known_hosts file) or set host_key_policy: accept-new"
                 )
+            elif isinstance(exc, paramiko.AuthenticationException) or "No authentication methods" in text:
+                text = f"{text.rstrip('.')}: {auth_hint(s, keys)}"
             raise ConnectionFailed(self.name, text) from None
         except OSError as exc:
             sock.close()
             raise ConnectionFailed(self.name, str(exc)) from None
+        offered = client.get_transport().get_remote_server_key() if client.get_transport() else None
+        if offered is not None and (offered.get_name(), offered.get_base64()) in revoked:
+            _close_client(client)
+            raise HostKeyMismatch(
+                self.name,
+                f"the host offered {offered.get_name()} {offered.get_fingerprint().hex()}, a key {known_hosts} marks "
+                "@revoked: refused (OpenSSH refuses it too). Give the host a new key and add that one",
+            )
         self._conn = client
         if s.become:
             self._check_become()
@@ -224,11 +263,18 @@ class SSHConnection(Connection):
                     raise
                 time.sleep(interval)
 
-    def reboot(self, timeout: float) -> None:
-        """Reboot the machine and come back connected once systemd finished starting it."""
+    def reboot(self, timeout: float, record: tuple[str, str] | None = None) -> None:
+        """Reboot the machine (writing ``record`` with the request) and come back connected once systemd finished
+        starting it."""
         from gpuhost.connection.reboot import reboot_and_wait
 
-        reboot_and_wait(self, timeout)
+        reboot_and_wait(self, timeout, record)
+
+    def await_pending_reboot(self, boot_id: str, timeout: float) -> bool:
+        """Wait for a reboot an earlier run asked for from boot ``boot_id``; False when none is under way."""
+        from gpuhost.connection.reboot import await_pending_reboot
+
+        return await_pending_reboot(self, boot_id, timeout)
 
     def close(self) -> None:
         if self._conn is not None:
@@ -245,8 +291,9 @@ class SSHConnection(Connection):
         start = time.monotonic()
         transport = self._transport()
         s = self.settings
-        wire = self._wire(command)
+        wire = self._wire(remote_kill.marked(command))
         watch = Watchdog(transport, timeout, s.keepalive, s.keepalive_count)
+        self.sessions_opened += 1
         try:
             chan = transport.open_session(timeout=s.keepalive * s.keepalive_count)
         except (paramiko.SSHException, OSError, EOFError) as exc:
@@ -294,9 +341,11 @@ class SSHConnection(Connection):
                 f"the host stopped answering (no reply to {s.keepalive_count} "
                 f"keepalives {s.keepalive:g} s apart) while running: {command[:200]}",
             )
-        stderr = b"".join(err_chunks).decode(errors="replace")
+        session, stderr = remote_kill.split_sid(b"".join(err_chunks).decode(errors="replace"))
         stdout = b"".join(out_chunks).decode(errors="replace")
         if watch.timed_out:
+            if session is not None:
+                self._kill_session(*session)
             return CommandResult(
                 command,
                 TIMEOUT_EXIT,
@@ -305,9 +354,32 @@ class SSHConnection(Connection):
                 time.monotonic() - start,
                 timed_out=True,
             )
+        if failure is None and code == -1 and transport.is_active():
+            # the session ended without an exit status on a live connection: the command was killed by a signal
+            # (sshd sends exit-signal, which paramiko does not record); the host is fine
+            return CommandResult(
+                command,
+                KILLED_EXIT,
+                stdout,
+                stderr + "\nthe command was killed by a signal (no exit status)",
+                time.monotonic() - start,
+            )
         if failure is not None or code == -1:  # the session ended without an exit status (host went down)
             raise ConnectionFailed(self.name, f"connection lost while running a command: {failure or 'no exit status'}")
         return CommandResult(command, code, stdout, stderr, time.monotonic() - start)
+
+    def _kill_session(self, sid: str, start: str) -> None:
+        """Kill what a timed-out command left running (its session, see :mod:`remote_kill`); best effort."""
+        try:
+            chan = self._transport().open_session(timeout=self.settings.connect_timeout)
+            try:
+                chan.exec_command(self._wire(remote_kill.kill_session_command(sid, start)))
+                chan.shutdown_write()
+                chan.status_event.wait(self.settings.connect_timeout)
+            finally:
+                chan.close()
+        except (paramiko.SSHException, OSError, EOFError):
+            pass  # the host went away: nothing of the command is left to stop there either
 
     def _wire(self, command: str) -> str:
         """What goes over the channel: the command itself, or as root through ``sudo -n`` (``become``)."""
@@ -326,12 +398,59 @@ class SSHConnection(Connection):
         except (paramiko.SSHException, OSError, EOFError) as exc:
             raise ConnectionFailed(self.name, f"cannot open a channel: {exc}") from None
         self.commands_run += 1
+        self.sessions_opened += 1
         return _HeldChannel(self.name, chan)
 
     def _lost_if(self, watch: Watchdog, transport: paramiko.Transport) -> None:
         """A dead peer: drop the session, so later calls fail at once (reconnect() starts a new one)."""
         if watch.dead or not transport.is_active():
             transport.close()
+
+
+#: exit status gpuhost gives a command a signal killed (sshd reported no status; 128 + SIGKILL, as a shell would)
+KILLED_EXIT = 137
+#: seconds :meth:`_HeldChannel.release` waits for the holder to exit
+_RELEASE_WAIT = 10.0
+
+
+def _load_known_hosts(client: paramiko.SSHClient, path: Path, name: str) -> set[tuple[str, str]]:
+    """``path``'s host keys into ``client``; the ``(type, base64)`` of its ``@revoked`` keys returned.
+
+    sshd(8) "SSH_KNOWN_HOSTS FILE FORMAT": a line may start with a marker, ``@cert-authority`` (a CA for host
+    certificates, which paramiko cannot verify: skipped, so such a host must also be listed by key) or ``@revoked``
+    (the key must never be accepted). paramiko's own loader reads a marker as a host name and fails on the line.
+    """
+    from paramiko.hostkeys import HostKeyEntry, InvalidHostKey
+
+    revoked: set[tuple[str, str]] = set()
+    keys = client.get_host_keys()
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise ConnectionFailed(name, f"cannot read {path}: {exc.strerror}") from None
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        marker = ""
+        if line.startswith("@"):
+            marker, _, line = line.partition(" ")
+            line = line.strip()
+        if marker == "@revoked":
+            fields = line.split()
+            if len(fields) >= 3:
+                revoked.add((fields[1], fields[2]))
+            continue
+        if marker:  # @cert-authority, or a marker OpenSSH does not know either
+            continue
+        try:
+            entry = HostKeyEntry.from_line(line, number)
+        except (InvalidHostKey, ValueError, IndexError):
+            continue  # OpenSSH skips a line it cannot read too
+        if entry is not None and entry.key is not None:
+            for host in entry.hostnames:
+                keys.add(host, entry.key.get_name(), entry.key)
+    return revoked
 
 
 class _HeldChannel(Held):
@@ -375,8 +494,13 @@ class _HeldChannel(Held):
         return not self.chan.closed and not self.chan.exit_status_ready() and bool(transport and transport.is_active())
 
     def release(self) -> None:
+        """End the holder's stdin and wait (a few seconds at most) for it to exit: the lock's holder first stops
+        what the run left running (:mod:`gpuhost.connection.remote_kill`), so the lock is free when this returns."""
+        transport = self.chan.get_transport()
         try:
             self.chan.shutdown_write()
+            if transport is not None and transport.is_active() and not self.chan.closed:
+                self.chan.status_event.wait(_RELEASE_WAIT)
         except (paramiko.SSHException, OSError, EOFError):
             pass
         self.chan.close()

@@ -52,9 +52,12 @@ if [ -L "$p" ]; then
   [ "$2" = follow ] || { printf '%s\n' "$p is a symbolic link; refusing to write through it" >&2; exit 5; }
   p=$(readlink -f -- "$p") || exit 3
 fi
-d=$(dirname -- "$p")
+d=$(dirname -- "$p") b=$(basename -- "$p")
 [ -d "$d" ] || { printf '%s\n' "directory $d does not exist" >&2; exit 3; }
-mktemp -- "$d/.$(basename -- "$p").gpuhost-XXXXXX"
+# a temp of this target a killed run left (pct push copies the whole file before gpuhost renames it): under the
+# run lock no other write of this target is under way, so it is removed before a new one is made
+rm -f -- "$d/.$b.gpuhost-"??????
+mktemp -- "$d/.$b.gpuhost-XXXXXX"
 """
 
 WRITE_SCRIPT = r"""

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-GuestKind = Literal["lxc", "vm"]
+#: PVE's own words for its two guest types: ``/etc/pve/lxc`` and ``/etc/pve/qemu-server``, the API's
+#: ``nodes/NODE/lxc`` and ``nodes/NODE/qemu``. The one guest kind of gpuhost (:mod:`gpuhost.pve.config` uses it).
+GuestKind = Literal["lxc", "qemu"]
 
 
 @dataclass(frozen=True, order=True)
@@ -22,4 +24,4 @@ class Guest:
 
     @classmethod
     def vm(cls, vmid: int) -> Guest:
-        return cls("vm", vmid)
+        return cls("qemu", vmid)

@@ -60,5 +60,11 @@ class Operation(ABC, Generic[A]):
     def plan(self, host: HostContext) -> Plan:
         """Read facts, decide; must not change the host."""
 
+    def plan_ahead(self, host: HostContext) -> None:
+        """Ask for the facts a plan will read once the fact it stopped at is known, without deciding anything.
+
+        The read-ahead calls it when :meth:`plan` stopped at a missing fact, so that facts behind that one can be
+        read in the same round trip (reads that turn out not to apply are simply not used). Default: nothing."""
+
     def describe(self) -> str:
         return self.kind

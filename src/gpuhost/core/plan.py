@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass, field
+from typing import Any
 
-from gpuhost.core.actions import Action, WriteFile
+from gpuhost.core.actions import Action, InGuest, WaitUntil, WriteFile
 from gpuhost.core.guest import Guest
 
 
@@ -22,7 +23,14 @@ class Plan:
 
     @property
     def changes(self) -> bool:
-        return bool(self.actions)
+        """Whether the plan changes the host (a wait alone changes nothing)."""
+        return any(not isinstance(a.action if isinstance(a, InGuest) else a, WaitUntil) for a in self.actions)
+
+    @property
+    def waits(self) -> list[WaitUntil[Any]]:
+        """What the plan waits for, in order (inside a guest too)."""
+        inner = [a.action if isinstance(a, InGuest) else a for a in self.actions]
+        return [a for a in inner if isinstance(a, WaitUntil)]
 
 
 def nothing(reason: str) -> Plan:

@@ -33,6 +33,15 @@ def report(host: str, step: str, message: str, elapsed: float | None = None, *, 
     )
 
 
+def task_started(host: str, task: str) -> None:
+    """A task began on ``host``: a quiet record (no line of its own) that starts a step, so a task without
+    progress of its own still shows a live line with its running time on a terminal and a periodic ``still``
+    line in a log; the task's own progress and its result replace it."""
+    progress_log.info(
+        "%s: running", task, extra={"host": host, "step": task, "elapsed": None, "progress": "running", "quiet": True}
+    )
+
+
 def format_record(record: logging.LogRecord) -> str:
     host = getattr(record, "host", "?")
     elapsed = getattr(record, "elapsed", None)

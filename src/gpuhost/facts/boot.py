@@ -56,8 +56,19 @@ def grub_stale(effective: tuple[str, ...], booted_by_loader: tuple[str, ...] | N
     return f"{GRUB_CFG} {' and '.join(words)}" if words else None
 
 
-def refresh_record(sha256: str) -> str:
-    return f"{sha256}  {KERNEL_CMDLINE}\n"
+def refresh_record(sha256: str, source: str = KERNEL_CMDLINE) -> str:
+    return f"{sha256}  {source}\n"
+
+
+#: what the refresh record names on grub-pbt: the GRUB defaults' effective command line
+GRUB_EFFECTIVE_SOURCE = "GRUB_CMDLINE_LINUX GRUB_CMDLINE_LINUX_DEFAULT"
+
+
+def grub_effective_sha(tokens: tuple[str, ...]) -> str:
+    """The sha256 gpuhost records for the GRUB defaults' effective command line it refreshed onto the ESPs."""
+    import hashlib
+
+    return hashlib.sha256(" ".join(tokens).encode()).hexdigest()
 
 
 def parse_sha256(text: str) -> str | None:

@@ -86,8 +86,11 @@ def missing_tokens(have: Iterable[str], wanted: Iterable[str]) -> list[str]:
 
 
 def parse_kernel_cmdline_file(text: str) -> list[str]:
-    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
-    return " ".join(lines).split()
+    """The tokens PVE boots from ``/etc/kernel/cmdline``: its first line, verbatim (proxmox-kernel-helper
+    zz-proxmox-boot:49-51 ``CMDLINE=$(get_first_line /etc/kernel/cmdline)``, functions:114-125: the
+    first line, comments not skipped). Later lines are ignored by PVE, so they are here."""
+    first = text.split("\n", 1)[0]
+    return first.split()
 
 
 def render_kernel_cmdline_file(tokens: Sequence[str]) -> str:

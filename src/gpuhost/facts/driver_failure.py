@@ -33,15 +33,50 @@ class DriverFailure:
         return f"{self.message}; {self.fix}"
 
 
+@dataclass(frozen=True)
+class ApiMismatch:
+    """The kernel's own words (``NVRM: API mismatch: the client has the version A, but this kernel module has the
+    version B``): a userspace client of version A met the loaded module of version B."""
+
+    client_version: str
+    module_version: str
+    client: str | None = None  # 'kwin_wayland' when the driver names the process (newer drivers)
+
+
+_API_MISMATCH = re.compile(
+    r"API mismatch: the client (?:'(?P<name>[^']*)' \(pid \d+\) )?has the version (?P<client>[\w.-]+), but this "
+    r"kernel module has the version (?P<module>[\w.-]+?)\.(?:\s|$)"
+)
+
+
+def nvrm_messages(text: str) -> str:
+    """The NVRM lines of a kernel log joined into one message stream: each line's prefix (timestamp, journald,
+    syslog) up to ``NVRM:`` removed, syslog's ``#012`` line breaks undone, whitespace collapsed."""
+    parts: list[str] = []
+    for line in text.replace("#012", "\n").splitlines():
+        if "NVRM:" in line:
+            parts.append(line.rsplit("NVRM:", 1)[1].strip())
+    return " ".join(" ".join(parts).split())
+
+
+def parse_nvrm_api_mismatch(text: str) -> ApiMismatch | None:
+    """The last ``NVRM: API mismatch`` in a kernel log (dmesg, journal, syslog), wrapped however it was."""
+    found = list(_API_MISMATCH.finditer(nvrm_messages(text)))
+    if not found:
+        return None
+    m = found[-1]
+    return ApiMismatch(m.group("client"), m.group("module"), m.group("name"))
+
+
 def where_from_text(output: str, default: str = "unknown") -> str:
     """Where the output came from, when it says so (a Docker runtime error does)."""
     return "docker" if _DOCKER.search(output) else default
 
 
-def _versions(library: str | None, module: str | None) -> str:
+def _versions(library: str | None, module: str | None, label: str = "NVML library") -> str:
     parts = []
     if library:
-        parts.append(f"NVML library ({library})")
+        parts.append(f"{label} ({library})")
     if module:
         parts.append(f"kernel module ({module})")
     return ", ".join(parts)
@@ -105,7 +140,14 @@ def explain_driver_failure(
     module = module_version
     if module is None and (found := parse_nvidia_version(output)) is not None:
         module = found.version
-    side = _versions(lib, module)
+    api = parse_nvrm_api_mismatch(output)
+    label = "NVML library"
+    if api is not None:
+        if lib is None:
+            lib = api.client_version
+            label = f"userspace client {api.client!r}" if api.client else "userspace client"
+        module = module or api.module_version
+    side = _versions(lib, module, label)
     detail = f": {side}" if side else ""
     if "load library failed: libnvidia-ml.so" in output:
         return DriverFailure(
@@ -127,7 +169,7 @@ def explain_driver_failure(
             f"the host's own NVIDIA userspace and kernel module differ{detail}",
             "reboot the host (its driver was upgraded without one), then retry the container",
         )
-    if "version mismatch" in output:
+    if "version mismatch" in output or api is not None:
         where_words = {
             "lxc": "the container's NVIDIA userspace differs from the host's kernel module",
             "lxd": "the container's NVIDIA userspace differs from the host's kernel module",
@@ -161,3 +203,68 @@ def explain_driver_failure(
             "install the driver's userspace (in a container: the host's exact version, --no-kernel-modules)",
         )
     return DriverFailure("other", where, lib, module, output.strip()[-300:] or "nvidia-smi failed", "")
+
+
+@dataclass(frozen=True)
+class InitFailure:
+    """The driver could not bring a GPU up (``NVRM: GPU <bdf>: RmInitAdapter failed! (0xAA:0xBB:line)``): its
+    PCI address, the code, how often it was logged, and the cause the lines around it name."""
+
+    device: str
+    code: str
+    count: int
+    cause: str
+    fix: str
+
+
+_RM_INIT = re.compile(
+    r"NVRM: GPU (?P<bdf>[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]): RmInitAdapter failed! \((?P<code>[^)]*)\)"
+)
+# "nvidia 0000:01:00.0: Unable to change power state from D3cold to D0, device inaccessible" (linux pci.c),
+# "nvidia 0000:01:00.0: can't change power state from D3cold to D0 (config space inaccessible)" (older kernels)
+_D3COLD = re.compile(
+    r"(?P<bdf>[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]): (?:Unable to|can't) change power state from D3cold to D0"
+)
+_GSP_FIRMWARE = re.compile(r"Direct firmware load for (?P<file>nvidia/(?P<ver>[\w.-]+)/gsp_\w+\.bin) failed")
+_GSP_BOOT = re.compile(r"Cannot initialize GSP firmware RM|WPR2 already up|failed to wait for GFW[ _]BOOT")
+
+
+def parse_rm_init_failures(text: str) -> list[InitFailure]:
+    """Every GPU the NVIDIA driver failed to initialise in a kernel log, with the cause its neighbours give."""
+    counts: dict[tuple[str, str], int] = {}
+    for m in _RM_INIT.finditer(text):
+        key = (m.group("bdf"), m.group("code"))
+        counts[key] = counts.get(key, 0) + 1
+    d3cold = {m.group("bdf") for m in _D3COLD.finditer(text)}
+    firmware = _GSP_FIRMWARE.search(text)
+    out: list[InitFailure] = []
+    for (bdf, code), n in counts.items():
+        if bdf in d3cold:
+            cause = (
+                "the GPU did not come back from D3cold (powered off): its config space is unreachable, so the "
+                "driver cannot initialise it"
+            )
+            fix = (
+                "disable runtime power management for the GPU (echo on > /sys/bus/pci/devices/"
+                f"{bdf}/power/control; on a laptop, the bbswitch/ACPI power-off), then reload the driver or "
+                "reboot; if it repeats after a cold boot, reseat the card and check its power"
+            )
+        elif firmware is not None:
+            cause = (
+                f"the GSP firmware {firmware.group('file')} is missing: the kernel module and the firmware "
+                "files are of different driver versions"
+            )
+            fix = (
+                f"install the firmware of driver {firmware.group('ver')} (the loaded module's version), or one "
+                "driver version for every NVIDIA package, and reboot"
+            )
+        elif _GSP_BOOT.search(text):
+            cause = "the GPU's GSP firmware did not boot: the GPU is in a bad state (often after a failed reset)"
+            fix = "reset the GPU (nvidia-smi -r -i <index>, or power-cycle the host: a warm reboot may not clear it)"
+        else:
+            cause = "the NVIDIA driver could not initialise this GPU (the lines before it in dmesg say why)"
+            fix = (
+                "read dmesg | grep -B5 RmInitAdapter; check the GPU is not bound to vfio-pci, its power and its seating"
+            )
+        out.append(InitFailure(bdf, code, n, cause, fix))
+    return out

@@ -1,6 +1,6 @@
 """What a serving group's gateway shows on its host: its unit, the configuration it was started with, and what the
-SGLang Model Gateway itself reports (``/health``, ``/workers``, requests through it). Read-only; the ``nonce``
-argument only makes each poll a new cache entry."""
+SGLang Model Gateway itself reports (``/health``, ``/workers``, requests through it). Read-only; what smg reports
+is live (never cached: each ask reads anew)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 from gpuhost.core.facts import Fact
 from gpuhost.core.result import CommandResult
 from gpuhost.facts.batch import parse_sections, sections_command
+from gpuhost.facts.tool_output import last_json_object
 from gpuhost.resources import tool_command
 
 STATE_DIR = "/var/lib/gpuhost/smg"
@@ -64,11 +65,11 @@ def parse_service(result: CommandResult, *_args: Any) -> GatewayService:
     return GatewayService(active, sha)
 
 
-def _service_command(group: str, _nonce: int = 0) -> str:
+def _service_command(group: str) -> str:
     return sections_command({"active": f"systemctl is-active {unit(group)}", "state": f"cat {state_file(group)}"})
 
 
-#: args: group, nonce
+#: args: group
 gateway_service: Fact[GatewayService] = Fact("smg service", _service_command, parse_service)
 
 
@@ -78,29 +79,26 @@ def probe_command(url: str, mode: str, group: str, extra: tuple[str, ...] = ()) 
 
 
 def parse_probe(result: CommandResult, *_args: Any) -> dict[str, Any]:
-    try:
-        data = json.loads(result.stdout.strip().splitlines()[-1]) if result.stdout.strip() else None
-    except ValueError:
-        data = None
-    if not isinstance(data, dict):
+    data = last_json_object(result.stdout)
+    if data is None:
         return {"health": None, "workers": None, "error": f"probe failed (exit {result.exit_code})"}
     return data
 
 
-def _state_command(url: str, group: str, _nonce: int = 0) -> str:
+def _state_command(url: str, group: str) -> str:
     return probe_command(url, "state", group)
 
 
-#: args: gateway URL, group, nonce: {"health", "workers": [{"url", "id", "healthy", "status"}] | None, "error"}
-gateway_state: Fact[dict[str, Any]] = Fact("smg state", _state_command, parse_probe)
+#: args: gateway URL, group: {"health", "workers": [{"url", "id", "healthy", "status"}] | None, "error"}
+gateway_state: Fact[dict[str, Any]] = Fact("smg state", _state_command, parse_probe, live=True)
 
 
-def _spread_command(url: str, group: str, model: str, n: int, replicas: tuple[str, ...], _nonce: int = 0) -> str:
+def _spread_command(url: str, group: str, model: str, n: int, replicas: tuple[str, ...]) -> str:
     extra = ["--model", model, "--requests", str(n)]
     for r in replicas:
         extra += ["--replica", r]
     return probe_command(url, "spread", group, tuple(extra))
 
 
-#: args: gateway URL, group, model, requests, replica URLs, nonce: {"statuses", "served": {URL: N|None}, "answers"}
+#: args: gateway URL, group, model, requests, replica URLs: {"statuses", "served": {URL: N|None}, "answers"}
 gateway_spread: Fact[dict[str, Any]] = Fact("requests through smg", _spread_command, parse_probe)

@@ -147,6 +147,38 @@ class IommuState:
     units: int = 0  # DRHD units (Intel) or IOMMUs found (AMD)
     irq_remapping: bool = False  # DMAR-IR: Enabled IRQ remapping / AMD-Vi: Interrupt remapping enabled
     groups: int = 0  # distinct IOMMU groups devices were added to
+    faults: tuple[IommuFault, ...] = ()  # DMA the IOMMU refused (AMD-Vi IO_PAGE_FAULT, Intel DMAR fault)
+
+    @property
+    def translating(self) -> bool:
+        """A DMA fault proves the IOMMU translates (and blocked) a device's DMA."""
+        return bool(self.faults)
+
+    @property
+    def summary(self) -> str:
+        """``enabled: yes (translating)`` / ``yes`` / ``no`` / ``unknown``: what the log proves."""
+        if self.enabled is True:
+            return "enabled: yes (translating)" if self.translating else "enabled: yes"
+        return "enabled: no" if self.enabled is False else "enabled: unknown"
+
+    def faulting_devices(self) -> dict[str, int]:
+        """PCI address (``0000:07:00.0``) → number of faults logged for it."""
+        out: dict[str, int] = {}
+        for f in self.faults:
+            out[f.device] = out.get(f.device, 0) + 1
+        return out
+
+
+@dataclass(frozen=True)
+class IommuFault:
+    """One DMA request the IOMMU refused, as the kernel logged it."""
+
+    vendor: str  # 'amd' | 'intel'
+    device: str  # PCI address, domain added when the log omits it: '0000:07:00.0'
+    kind: str  # 'IO_PAGE_FAULT', 'DMA Read', 'DMA Write'
+    address: str
+    reason: str = ""  # Intel's fault reason text; AMD's flags
+    driver: str | None = None  # the driver the kernel named the device by ('nvidia'), when it did
 
 
 _INTEL_ON = re.compile(r"DMAR: Intel\(R\) Virtualization Technology for Directed I/O")
@@ -154,6 +186,43 @@ _AMD_ON = re.compile(
     r"AMD-Vi: (?:Found IOMMU|IOMMU performance counters supported|Interrupt remapping enabled|"
     r"Virtual APIC enabled|Lazy IO/TLB flushing enabled)|perf/amd_iommu: Detected AMD IOMMU"
 )
+
+
+# "nvidia 0000:07:00.0: AMD-Vi: Event logged [IO_PAGE_FAULT domain=0x0003 address=0x80000040 flags=0x0020]" (5.x+),
+# "AMD-Vi: Event logged [IO_PAGE_FAULT device=20:00.0 domain=0x0003 address=0x... flags=0x0010]" (older kernels;
+# linux drivers/iommu/amd/iommu.c amd_iommu_report_page_fault / iommu_print_event)
+_AMD_FAULT = re.compile(
+    r"(?:(?P<drv>[\w-]+) (?P<bdf>[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]): )?AMD-Vi: Event logged \[\s*"
+    r"IO_PAGE_FAULT (?:device=(?P<old>[0-9a-f:.]+) )?domain=\S+ address=(?P<addr>\S+) flags=(?P<flags>0x[0-9a-f]+)\]"
+)
+# "DMAR: [DMA Read NO_PASID] Request device [00:02.0] fault addr 0x7cd80000 [fault reason 0x01] Present bit ..."
+# "DMAR: [DMA Read] Request device [06:00.0] PASID ffffffff fault addr 1a5e12000 [fault reason 06] PTE Read ..."
+# (linux drivers/iommu/intel/dmar.c dmar_fault_do_one)
+_DMAR_FAULT = re.compile(
+    r"DMAR: \[(?P<kind>DMA Read|DMA Write|INTR-REMAP)(?: NO_PASID| PASID \w+)?\] "
+    r"Request device \[(?P<bdf>[0-9a-fx:.]+)\]"
+    r"(?: PASID \w+)? fault (?:addr|index) (?P<addr>\S+) \[fault reason (?P<code>\w+)\] ?(?P<why>[^\r\n]*)"
+)
+
+
+def _bdf(text: str) -> str:
+    """``00:02.0`` / ``0x00:0x02.0`` → ``0000:00:02.0``."""
+    t = text.replace("0x", "").lower()
+    return t if t.count(":") == 2 else f"0000:{t}"
+
+
+def parse_iommu_faults(text: str) -> tuple[IommuFault, ...]:
+    """Every DMA fault line in a kernel log (AMD-Vi IO_PAGE_FAULT, Intel DMAR DMA Read/Write)."""
+    out: list[IommuFault] = []
+    for m in _AMD_FAULT.finditer(text):
+        device = m.group("bdf") or _bdf(m.group("old") or "")
+        out.append(
+            IommuFault("amd", device, "IO_PAGE_FAULT", m.group("addr"), f"flags={m.group('flags')}", m.group("drv"))
+        )
+    for m in _DMAR_FAULT.finditer(text):
+        reason = f"{m.group('code')} {m.group('why').strip()}".strip()
+        out.append(IommuFault("intel", _bdf(m.group("bdf")), m.group("kind"), m.group("addr"), reason))
+    return tuple(out)
 
 
 def parse_dmesg_iommu(text: str) -> IommuState:
@@ -172,13 +241,14 @@ def parse_dmesg_iommu(text: str) -> IommuState:
     )
     groups = len(set(re.findall(r"Adding to iommu group (\d+)", text)))
     irq = bool(re.search(r"DMAR-IR: Enabled IRQ remapping|AMD-Vi: Interrupt remapping enabled", text))
+    faults = parse_iommu_faults(text)
     enabled: bool | None = None
-    if groups or _INTEL_ON.search(text) or (vendor == "amd" and _AMD_ON.search(text)):
+    if faults or groups or _INTEL_ON.search(text) or (vendor == "amd" and _AMD_ON.search(text)):
         enabled = True
     elif re.search(r"DMAR: IOMMU disabled", text):
         enabled = False
     unknown = tuple(re.findall(r"AMD-Vi: Unknown option - '([^']*)'", text))
-    return IommuState(domain, enabled, unknown, vendor, units, irq, groups)
+    return IommuState(domain, enabled, unknown, vendor, units, irq, groups, faults)
 
 
 def cpu_vendor_name(vendor_id: str) -> str:

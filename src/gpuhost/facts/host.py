@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -15,11 +16,13 @@ from gpuhost.facts.boot import (
     REFRESH_RECORD,
     BootInfo,
     grub_cfg_tokens,
+    grub_effective_sha,
     grub_stale,
     parse_boot_tool_status,
     parse_sha256,
 )
 from gpuhost.facts.cmdline import parse_kernel_cmdline_file
+from gpuhost.facts.driver_failure import ApiMismatch, InitFailure, parse_nvrm_api_mismatch, parse_rm_init_failures
 from gpuhost.facts.hardware import (
     IommuState,
     NvidiaKernelModule,
@@ -33,6 +36,7 @@ from gpuhost.facts.hardware import (
     parse_nvidia_version,
     parse_proc_devices,
 )
+from gpuhost.facts.systemd import AFTER_BOOT
 
 # update-grub's own order: the main file, then every drop-in.
 _GRUB_EFFECTIVE = (
@@ -52,7 +56,7 @@ HOST_PROBES = {
     "grub_cfg": f"grep -E '^[[:space:]]*linux(efi)?[[:space:]]' {GRUB_CFG}",
     "boot_record": f"cat {REFRESH_RECORD}",
     "proc_cmdline": "cat /proc/cmdline",
-    "dmesg": "dmesg | grep -E 'iommu: Default domain|AMD-Vi|DMAR'",
+    "dmesg": "dmesg | grep -E 'iommu: Default domain|AMD-Vi|DMAR|NVRM|D3cold|gsp_'",
     "iommu_groups": "find /sys/kernel/iommu_groups -mindepth 3 -maxdepth 3",
     "lspci": "lspci -nnk -D -d 10de:",
     "modules": "cut -d' ' -f1 /proc/modules",
@@ -63,6 +67,8 @@ HOST_PROBES = {
     "persistenced": "systemctl is-active nvidia-persistenced",
     "dev_numbers": "stat -c '%n %t %T' /dev/nvidia* /dev/nvidia-caps/* /dev/nvidia-caps-imex-channels/* "
     "2>/dev/null; true",
+    # the options vfio-pci lines of modprobe.d, each with its file
+    "vfio_options": "grep -H '^[[:space:]]*options[[:space:]][[:space:]]*vfio[-_]pci' /etc/modprobe.d/*.conf",
 }
 
 
@@ -88,6 +94,10 @@ class HostFacts:
     grub_cfg_tokens: tuple[str, ...] | None = None  # the first linux line of grub.cfg: what GRUB boots
     kernel_cmdline_sha: str | None = None  # sha256 of /etc/kernel/cmdline now
     refreshed_sha: str | None = None  # sha256 of /etc/kernel/cmdline at gpuhost's last refresh
+    nvrm_api_mismatch: ApiMismatch | None = None  # dmesg: "NVRM: API mismatch: the client has the version ..."
+    rm_init_failures: tuple[InitFailure, ...] = ()  # dmesg: "NVRM: GPU <bdf>: RmInitAdapter failed! (...)"
+    #: vendor:device -> the /etc/modprobe.d file whose ``options vfio-pci ids=`` binds it at boot
+    vfio_ids: dict[str, str] = field(default_factory=dict)
 
     @property
     def configured_tokens(self) -> tuple[str, ...] | None:
@@ -102,7 +112,14 @@ class HostFacts:
         if self.boot.loader == "systemd-boot":
             fresh = self.kernel_cmdline_sha is not None and self.kernel_cmdline_sha == self.refreshed_sha
             return self.kernel_cmdline_tokens if fresh else None
+        if self.boot.loader == "grub-pbt":
+            return self.grub_effective_tokens if self._grub_pbt_refreshed else None
         return self.grub_cfg_tokens
+
+    @property
+    def _grub_pbt_refreshed(self) -> bool:
+        tokens = self.grub_effective_tokens
+        return tokens is not None and self.refreshed_sha == grub_effective_sha(tokens)
 
     @property
     def refresh_needed(self) -> str | None:
@@ -117,7 +134,28 @@ class HostFacts:
             return None
         if self.grub_effective_tokens is None:
             return None
+        if self.boot.loader == "grub-pbt":
+            # GRUB boots the ESPs' grub.cfg, which 'proxmox-boot-tool refresh' regenerates with the ESP on
+            # /boot (proxmox-kernel-helper zz-proxmox-boot:105-110); the root file system's
+            # /boot/grub/grub.cfg "is NOT read when booting from those disk!" (000_proxmox_boot_header),
+            # and the ESPs stay unmounted: gpuhost judges by its record of the last refresh it ran.
+            if self.refreshed_sha is None:
+                return "no record of a proxmox-boot-tool refresh of the GRUB defaults as they are now"
+            if not self._grub_pbt_refreshed:
+                return f"{GRUB_DEFAULT} changed since the last proxmox-boot-tool refresh"
+            return None
         return grub_stale(self.grub_effective_tokens, self.grub_cfg_tokens)
+
+
+def parse_vfio_ids(text: str) -> dict[str, str]:
+    """vendor:device -> the file whose ``options vfio-pci ids=`` line names it (the ``vfio_options`` probe)."""
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        path, _, rest = line.partition(":")
+        m = re.search(r"\bids=(\S+)", rest.split("#", 1)[0])
+        for dev_id in m.group(1).split(",") if m else ():
+            out.setdefault(dev_id.lower(), path)
+    return out
 
 
 def host_facts_from(s: Mapping[str, ProbeOutput]) -> HostFacts:
@@ -139,6 +177,8 @@ def host_facts_from(s: Mapping[str, ProbeOutput]) -> HostFacts:
         ),
         booted_tokens=tuple(out("proc_cmdline").split()),
         iommu=parse_dmesg_iommu(out("dmesg")),
+        nvrm_api_mismatch=parse_nvrm_api_mismatch(out("dmesg")),
+        rm_init_failures=tuple(parse_rm_init_failures(out("dmesg"))),
         iommu_groups=parse_iommu_groups(out("iommu_groups")),
         gpus=tuple(nvidia_gpus(parse_lspci_nn(out("lspci")))),
         modules=frozenset(out("modules").split()),
@@ -151,10 +191,15 @@ def host_facts_from(s: Mapping[str, ProbeOutput]) -> HostFacts:
         grub_cfg_tokens=grub_cfg_tokens(out("grub_cfg")) if "grub_cfg" in s and s["grub_cfg"].ok else None,
         kernel_cmdline_sha=parse_sha256(out("kernel_cmdline_sha")),
         refreshed_sha=parse_sha256(out("boot_record")),
+        vfio_ids=parse_vfio_ids(out("vfio_options")),
     )
 
 
 host_facts: Fact[HostFacts] = Fact(
-    "host facts", lambda: sections_command(HOST_PROBES), lambda result: host_facts_from(parse_sections(result.stdout))
+    "host facts",
+    lambda: f"{AFTER_BOOT}\n{sections_command(HOST_PROBES)}",
+    lambda result: host_facts_from(parse_sections(result.stdout)),
 )
-"""Everything the host role needs, in one round trip (:data:`HOST_PROBES`)."""
+"""Everything the host role needs, in one round trip (:data:`HOST_PROBES`), read once systemd finished starting
+the node: right after a reboot SSH answers while boot units (nvidia-devnodes, nvidia-persistenced, pve-guests)
+still run, and a re-run would judge devices and services that are still coming up."""

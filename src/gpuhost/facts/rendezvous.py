@@ -2,7 +2,7 @@
 the target: a TCP connect that is closed at once (torch's store drops a client that sends nothing; it never counts
 as a rank), and, on rank 0 itself, the server's journal and unit state in the same round trip.
 
-Read-only. The ``nonce`` argument only makes each poll a new cache entry: the command ignores it.
+Read-only and live: never cached, each ask (a wait's every look) reads anew.
 """
 
 from __future__ import annotations
@@ -47,12 +47,10 @@ def parse_reach(text: str) -> Reach:
     return Reach(False, (why or "no answer").lower())
 
 
-def _reach_command(host: str, port: int, _nonce: int = 0) -> str:
-    return _connect_command(host, port)
-
-
-#: args: host, port, nonce
-rendezvous_reach: Fact[Reach] = Fact("rendezvous port", _reach_command, lambda r, *_a: parse_reach(r.stdout + r.stderr))
+#: args: host, port
+rendezvous_reach: Fact[Reach] = Fact(
+    "rendezvous port", _connect_command, lambda r, *_a: parse_reach(r.stdout + r.stderr), live=True
+)
 
 
 @dataclass(frozen=True)
@@ -62,11 +60,18 @@ class RendezvousWatch:
     journal: str
     active: str
     reach: Reach
+    token: str | None = None
+
+    @property
+    def lines(self) -> list[str]:
+        """This start's journal lines (none before its marker is in the journal)."""
+        return (target.lines_of_start(self.journal, self.token) if self.token else None) or []
 
 
-def _watch_command(host: str, port: int, _nonce: int = 0) -> str:
+def _watch_command(host: str, port: int) -> str:
     return sections_command(
         {
+            "marker": f"cat {target.MARKER_FILE}",
             "journal": journal_command(),
             "active": f"systemctl is-active {target.UNIT}",
             "reach": _connect_command(host, port),
@@ -79,8 +84,9 @@ def parse_watch(result: CommandResult, *_args: Any) -> RendezvousWatch:
     journal = s["journal"].output if "journal" in s else ""
     active = s["active"].output.strip() if "active" in s and s["active"].output.strip() else "unknown"
     reach = parse_reach(s["reach"].output) if "reach" in s else Reach(False, "no answer")
-    return RendezvousWatch(journal, active, reach)
+    token = s["marker"].output.strip() if "marker" in s and s["marker"].ok else None
+    return RendezvousWatch(journal, active, reach, token if token and target.valid_token(token) else None)
 
 
-#: args: host, port, nonce
-rendezvous_watch: Fact[RendezvousWatch] = Fact("rank 0's rendezvous", _watch_command, parse_watch)
+#: args: host, port
+rendezvous_watch: Fact[RendezvousWatch] = Fact("rank 0's rendezvous", _watch_command, parse_watch, live=True)

@@ -1,7 +1,6 @@
 """What a serving target shows: its Python and glibc, its GPUs, the server's unit, state, journal and answers.
 
-Every fact here is read-only. The ``nonce`` argument of the live facts (journal, probe) only makes each poll a new
-cache entry: the command ignores it.
+Every fact here is read-only. The live ones (the start-up watch, the probe) are never cached: each ask reads anew.
 """
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ from gpuhost.core.facts import Fact
 from gpuhost.core.result import CommandResult
 from gpuhost.facts import serve_layout as target
 from gpuhost.facts.batch import parse_sections, sections_command
+from gpuhost.facts.tool_output import last_json_object
 from gpuhost.resources import tool_command
 
 _RUNTIME = "import sys, platform; print('python', *sys.version_info[:3]); print('libc', *platform.libc_ver())"
@@ -111,57 +111,108 @@ def parse_service(result: CommandResult) -> ServiceState:
     return ServiceState(active, token if token and target.valid_token(token) else None, launched)
 
 
-def _service_command(_nonce: int = 0) -> str:
+def service_probes() -> dict[str, str]:
+    """The sections :func:`parse_service` reads (a caller may batch them with others into one trip)."""
+    return {
+        "active": f"systemctl is-active {target.UNIT}",
+        "marker": f"cat {target.MARKER_FILE}",
+        "state": f"cat {target.STATE_FILE}",
+    }
+
+
+def _service_command() -> str:
+    return sections_command(service_probes())
+
+
+#: no args
+serve_service: Fact[ServiceState] = Fact("sglang service", _service_command, lambda r, *_a: parse_service(r))
+
+
+@dataclass(frozen=True)
+class ProofState:
+    """The server's current start (``MAINPID@MONOTONIC_US``, None when not running) and the proof record
+    (:data:`~gpuhost.facts.serve_layout.PROVED_FILE`: the start and configuration the full proof passed on)."""
+
+    start: str | None
+    proved: dict[str, Any]
+
+    def proven(self, config_sha256: str | None) -> bool:
+        """The full proof passed on this very start of the server, running this configuration."""
+        return self.start is not None and self.proved == {"start": self.start, "config_sha256": config_sha256}
+
+
+def _proof_command() -> str:
+    # systemd's per-start properties of a service (org.freedesktop.systemd1.Service: MainPID,
+    # ExecMainStartTimestampMonotonic): both change at every start, a restart by hand included
     return sections_command(
         {
-            "active": f"systemctl is-active {target.UNIT}",
-            "marker": f"cat {target.MARKER_FILE}",
-            "state": f"cat {target.STATE_FILE}",
+            "start": f"systemctl show -p MainPID -p ExecMainStartTimestampMonotonic {target.UNIT}",
+            "proved": f"cat {target.PROVED_FILE}",
         }
     )
 
 
-#: args: nonce
-serve_service: Fact[ServiceState] = Fact("sglang service", _service_command, lambda r, *_a: parse_service(r))
+def parse_proof(result: CommandResult, *_args: Any) -> ProofState:
+    s = parse_sections(result.stdout)
+    props = dict(line.split("=", 1) for line in (s["start"].output if "start" in s else "").splitlines() if "=" in line)
+    pid, since = props.get("MainPID", "0").strip(), props.get("ExecMainStartTimestampMonotonic", "0").strip()
+    start = f"{pid}@{since}" if pid.isdigit() and since.isdigit() and pid != "0" and since != "0" else None
+    proved: dict[str, Any] = {}
+    if "proved" in s and s["proved"].ok:
+        try:
+            loaded = json.loads(s["proved"].output)
+            proved = loaded if isinstance(loaded, dict) else {}
+        except ValueError:
+            proved = {}
+    return ProofState(start, proved)
+
+
+#: no args
+serve_proof: Fact[ProofState] = Fact("sglang proof record", _proof_command, parse_proof)
 
 
 def journal_command(lines: int = 200_000) -> str:
     return f"journalctl -u {target.UNIT} -o cat --no-pager -q -n {lines}"
 
 
-def _probe_command(url: str, mode: str, model: str, timeout: float, _nonce: int = 0) -> str:
+def _probe_command(url: str, mode: str, model: str, timeout: float) -> str:
     """The serve probe with its arguments, run by the target's python3."""
     args = [url, mode, "--env-file", target.ENV_FILE, "--model", model, "--timeout", str(timeout)]
     return tool_command("python3", "serve_probe.py", args)
 
 
 def parse_probe(result: CommandResult, *_args: Any) -> dict[str, Any]:
-    try:
-        data = json.loads(result.stdout.strip().splitlines()[-1]) if result.stdout.strip() else None
-    except ValueError:
-        data = None
-    if not isinstance(data, dict):
+    data = last_json_object(result.stdout)
+    if data is None:
         return {"health": None, "error": f"probe failed (exit {result.exit_code}): {result.stderr.strip()[-300:]}"}
     return data
 
 
-#: args: url, mode (health|verify|info), served model name, timeout, nonce
-serve_probe: Fact[dict[str, Any]] = Fact("sglang probe", _probe_command, parse_probe)
+#: args: url, mode (health|verify|info), served model name, timeout
+serve_probe: Fact[dict[str, Any]] = Fact("sglang probe", _probe_command, parse_probe, live=True)
 
 
 @dataclass(frozen=True)
 class Watch:
-    """One poll while waiting: the journal, the unit's state and ``/health``."""
+    """One look at a start: the journal, the unit's state, ``/health``, and the start's marker token (the journal
+    lines after ``gpuhost-sglang: start TOKEN`` are this start's)."""
 
     journal: str
     active: str
     health: int | None
     health_error: str | None
+    token: str | None = None
+
+    @property
+    def lines(self) -> list[str] | None:
+        """This start's journal lines; None before its marker is in the journal (or without a marker)."""
+        return None if self.token is None else target.lines_of_start(self.journal, self.token)
 
 
-def _watch_command(url: str, _nonce: int = 0) -> str:
+def _watch_command(url: str) -> str:
     return sections_command(
         {
+            "marker": f"cat {target.MARKER_FILE}",
             "journal": journal_command(),
             "active": f"systemctl is-active {target.UNIT}",
             "probe": _probe_command(url, "health", "default", 5.0),
@@ -173,6 +224,7 @@ def parse_watch(result: CommandResult, *_args: Any) -> Watch:
     s = parse_sections(result.stdout)
     journal = s["journal"].output if "journal" in s else ""
     active = s["active"].output.strip() if "active" in s and s["active"].output.strip() else "unknown"
+    token = s["marker"].output.strip() if "marker" in s and s["marker"].ok else None
     probe: dict[str, Any] = {}
     if "probe" in s:
         try:
@@ -180,14 +232,24 @@ def parse_watch(result: CommandResult, *_args: Any) -> Watch:
         except (ValueError, IndexError):
             probe = {}
     code = probe.get("health")
-    return Watch(journal, active, code if isinstance(code, int) else None, probe.get("error"))
+    valid = token if token and target.valid_token(token) else None
+    return Watch(journal, active, code if isinstance(code, int) else None, probe.get("error"), valid)
 
 
-#: args: url, nonce
-serve_watch: Fact[Watch] = Fact("sglang start-up", _watch_command, parse_watch)
+#: args: url
+serve_watch: Fact[Watch] = Fact("sglang start-up", _watch_command, parse_watch, live=True)
 
 
-def _versions_command(venv: str, packages: tuple[str, ...], _nonce: int = 0) -> str:
+def _cache_command(cache_dir: str) -> str:
+    return f"find {shlex.quote(cache_dir)} -type f -print -quit 2>/dev/null"
+
+
+#: args: SGLang's cache directory on the target (SGLANG_CACHE_DIR): whether an earlier start left JIT builds or
+#: autotune results there (a start with none is a first start: it compiles and tunes from scratch)
+sglang_cache_warm: Fact[bool] = Fact("sglang cache", _cache_command, lambda r, *_a: bool(r.stdout.strip()))
+
+
+def _versions_command(venv: str, packages: tuple[str, ...]) -> str:
     code = (
         "import importlib.metadata as m, sys\n"
         "for p in sys.argv[1:]:\n"
@@ -222,9 +284,7 @@ def _avail_command(path: str) -> str:
     return f'd={shlex.quote(path)}; while [ ! -e "$d" ]; do d=$(dirname "$d"); done; df -B1 --output=avail "$d"'
 
 
-def _snapshot_command(
-    repo: str, revision: str, cache_dir: str, endpoint: str, token_file: str | None, _nonce: int = 0
-) -> str:
+def _snapshot_command(repo: str, revision: str, cache_dir: str, endpoint: str, token_file: str | None) -> str:
     return sections_command(
         {
             "status": tool_command(
@@ -263,5 +323,5 @@ def parse_snapshot(result: CommandResult, *_args: Any) -> SnapshotState:
     return SnapshotState(status if isinstance(status, dict) else {"error": "not a JSON object"}, avail)
 
 
-#: args: repo, revision, cache dir, endpoint, token file, nonce
+#: args: repo, revision, cache dir, endpoint, token file
 hf_snapshot: Fact[SnapshotState] = Fact("hugging face snapshot", _snapshot_command, parse_snapshot)

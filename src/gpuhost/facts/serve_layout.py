@@ -18,6 +18,9 @@ LAUNCH_SCRIPT = "/opt/gpuhost/sglang/launch.sh"
 STATE_DIR = "/var/lib/gpuhost/sglang"
 MARKER_FILE = f"{STATE_DIR}/start-marker"
 STATE_FILE = f"{STATE_DIR}/launched.json"
+#: the start of the server the full proof (smoke, canary, logprobs) last passed on, and its configuration: a
+#: converged re-run of the launch proves that start again cheaply (/health, /server_info)
+PROVED_FILE = f"{STATE_DIR}/proved.json"
 UNIT_FILE = f"/etc/systemd/system/{UNIT}"
 #: the Hugging Face cache a repo id is downloaded to (HF_HUB_CACHE of the service); sglang_hf_cache overrides it
 HF_CACHE = "/root/.cache/huggingface/hub"

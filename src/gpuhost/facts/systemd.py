@@ -15,9 +15,15 @@ class UnitState:
     active: str  # 'active', 'inactive', 'failed', … or 'unknown' when systemd is not running
 
 
+#: wait until systemd finished starting the machine before a unit is judged: right after a reboot SSH answers while
+#: boot units still run (``systemctl is-system-running --wait``: returns at once on a running or degraded system,
+#: and on one without systemd); bounded, so a boot that hangs gives the unit's state as it is then
+AFTER_BOOT = "timeout 300 systemctl is-system-running --wait >/dev/null 2>&1"
+
+
 def _unit_cmd(unit: str) -> str:
     u = shlex.quote(unit)
-    return f"systemctl is-enabled {u} 2>&1; echo '|'; systemctl is-active {u} 2>/dev/null; true"
+    return f"{AFTER_BOOT}; systemctl is-enabled {u} 2>&1; echo '|'; systemctl is-active {u} 2>/dev/null; true"
 
 
 def _unit_state(result: CommandResult, _unit: str) -> UnitState:

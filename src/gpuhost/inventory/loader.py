@@ -11,7 +11,15 @@ from pydantic import ValidationError
 
 from gpuhost import yamlfile
 from gpuhost.errors import InventoryError
-from gpuhost.inventory.models import GroupSpec, InventoryFile, NodeSpec, ReplicaRef, ServeSpec, ServingSpec
+from gpuhost.inventory.models import (
+    GroupSpec,
+    InventoryFile,
+    NodeSpec,
+    ReplicaRef,
+    ServeSpec,
+    ServingSpec,
+    metrics_listen,
+)
 
 _SERVE_PATH_FIELDS = ("api_key_file", "hf_token_file")
 _PATH_FIELDS = {"ssh": ("key_file", "known_hosts_file", "password_file"), "api": ("token_secret_file", "ca_file")}
@@ -38,7 +46,13 @@ class Inventory:
         wanted: set[str] = set()
         unwanted: set[str] = set()
         positive = False
-        for part in (p.strip() for p in pattern.replace(":", ",").split(",")):
+        parts = [p.strip() for p in pattern.replace(":", ",").split(",")]
+        if not any(p.removeprefix("!").strip() for p in parts):  # '', ' ', ',': not "every node"
+            raise InventoryError(
+                f"the pattern {pattern!r} names no node or group; name them (pve1,pve2), a group, or 'all'",
+                file=str(self.path),
+            )
+        for part in parts:
             if not part:
                 continue
             negate = part.startswith("!")
@@ -199,6 +213,31 @@ def load_inventory(path: str | Path) -> Inventory:
 _UNREACHABLE = ("0.0.0.0", "::", "127.0.0.1", "localhost", "::1")
 
 
+def _check_gateway_ports(doc: InventoryFile, data: Any, path: Path) -> None:
+    """The gateways on one node listen on distinct ports, their Prometheus endpoints included (smg always serves
+    one, see :func:`metrics_listen`; a second bind on a port fails the gateway's start)."""
+    taken: dict[tuple[str, int], str] = {}
+    for gname, group in doc.serving.groups.items():
+        g = group.gateway
+        if g is None:
+            continue
+        node = doc.nodes.get(g.node)
+        host = g.host or (node.address if node is not None else "")
+        _, mport = metrics_listen(host, g.port, g.prometheus_port)
+        for port, what, key in ((g.port, "port", "port"), (mport, "Prometheus port", "prometheus_port")):
+            other = taken.get((g.node, port))
+            if other is not None:
+                raise InventoryError(
+                    f"the gateway's {what} {port} on {g.node} is also {other}: smg binds both its port and its "
+                    "Prometheus port, so one of the two gateways would fail to start",
+                    file=str(path),
+                    line=yamlfile.line_of(data, ["serving", "groups", gname, "gateway", key])
+                    or yamlfile.line_of(data, ["serving", "groups", gname, "gateway"]),
+                    field=f"serving.groups.{gname}.gateway.{key}",
+                )
+            taken[(g.node, port)] = f"serving group {gname}'s gateway {what}"
+
+
 def _check_serving(doc: InventoryFile, data: Any, path: Path) -> None:
     """Every replica names nodes' containers with a serve: entry, once; a multi-node replica's members serve one
     profile and are in no other replica; rank 0 and the replicas are at addresses the others can reach."""
@@ -207,6 +246,7 @@ def _check_serving(doc: InventoryFile, data: Any, path: Path) -> None:
         for i, rep in enumerate(group.replicas):
             for r, m in enumerate(rep.members or []):
                 in_multinode.setdefault((m.node, m.ctid), f"serving.groups.{gname}.replicas.{i} (rank {r})")
+    _check_gateway_ports(doc, data, path)
     for gname, group in doc.serving.groups.items():
         base: list[str | int] = ["serving", "groups", gname]
 
@@ -258,15 +298,26 @@ def _check_serving(doc: InventoryFile, data: Any, path: Path) -> None:
                 )
             if gateway is None:
                 continue
+            # smg sends its one --api-key as the Bearer of every proxied request to every replica (observed with
+            # smg 1.13.0 on loopback): a replica with another key answers 401 while its open /health looks fine
             key = (lead.api_key_env, lead.api_key_file)
+            own = (gateway.api_key_env, gateway.api_key_file)
             if i == 0:
                 first_key = key
-            elif key != first_key and not (gateway.api_key_env or gateway.api_key_file):
+            elif key != first_key:
                 fail(
                     f"CT {rank0.ctid} on {rank0.node} has another API key source than the group's first replica: "
-                    "the gateway sends one key to every replica (give them one, or the gateway its own api_key_*)",
+                    "the gateway sends one key to every replica, so the replicas need one key",
                     ["replicas", i],
                     fld,
+                )
+            if any(own) and any(key) and own != key:
+                fail(
+                    f"the gateway's api_key_* differs from the key of CT {rank0.ctid} on {rank0.node}: smg sends its "
+                    "own key to every replica, so each proxied request would get 401; leave the gateway's "
+                    "api_key_* out (it uses the replicas') or give it the replicas' key source",
+                    ["gateway"],
+                    f"serving.groups.{gname}.gateway",
                 )
             if rep.url is None and (lead.host is None or lead.host in _UNREACHABLE):
                 fail(
@@ -304,6 +355,7 @@ def _replica(inventory: Inventory, rep: ReplicaRef) -> dict[str, Any]:
         "ctid": lead.ctid,
         "url": replica_url(inventory, rep),
         "profile": serve.profile,
+        "model": serve.model,
         "api_key_env": serve.api_key_env,
         "api_key_file": serve.api_key_file,
         "members": [],

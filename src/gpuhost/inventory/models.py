@@ -10,7 +10,17 @@ import ipaddress
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
+
+from gpuhost.inventory.names import safe_name
 
 _INLINE_SECRETS = {
     "password": "password_env or password_file",
@@ -91,7 +101,15 @@ class APIConfig(_Model):
     token_id: str | None = Field(default=None, description="API token id, user@realm!tokenname")
     token_secret_env: EnvName | None = Field(default=None, description="environment variable holding the token secret")
     token_secret_file: str | None = Field(default=None, description="file (mode 0600) holding the token secret")
-    ca_file: str | None = Field(default=None, description="CA bundle to verify the API's TLS certificate")
+    ca_file: str | None = Field(
+        default=None,
+        description="CA bundle to verify the API's TLS certificate: the node's /etc/pve/pve-root-ca.pem",
+    )
+    fingerprint: str | None = Field(
+        default=None,
+        description="instead of ca_file: the SHA-256 fingerprint of the API's certificate, AA:BB:… "
+        "(pvenode cert info on the node)",
+    )
     verify_tls: bool = Field(default=True, description="verify the API's TLS certificate")
 
     @field_validator("url")
@@ -109,6 +127,11 @@ class APIConfig(_Model):
             raise ValueError("a token secret needs token_id (user@realm!name)")
         if self.token_id and "!" not in self.token_id:
             raise ValueError("token_id must look like user@realm!tokenname")
+        if self.fingerprint is not None:
+            if self.ca_file:
+                raise ValueError("give ca_file or fingerprint, not both")
+            if not re.fullmatch(r"([0-9A-Fa-f]{2}:){31}[0-9A-Fa-f]{2}", self.fingerprint):
+                raise ValueError("fingerprint must be a SHA-256 fingerprint, 32 hex bytes separated by ':'")
         return self
 
 
@@ -178,8 +201,8 @@ class ServeSpec(_Model):
     @field_validator("profile")
     @classmethod
     def _profile(cls, v: str) -> str:
-        if not _PROFILE_NAME.match(v):
-            raise ValueError("not a profile name (letters, digits, '.', '_', '-')")
+        if not _PROFILE_NAME.match(v) or ".." in v:
+            raise ValueError("not a profile name (letters, digits, '.', '_', '-'; no '..')")
         return v
 
     @field_validator("model")
@@ -216,21 +239,27 @@ class ServeSpec(_Model):
         return self
 
 
-class ContainerSpec(_Model):
-    """An LXC guest on a node. Values PVE would refuse are refused here, before any host is touched."""
+def _hostname(v: str) -> str:
+    if not _HOSTNAME.match(v):
+        raise ValueError("invalid format - value does not look like a valid DNS name (RFC 1123)")
+    return v
 
-    hostname: str | None = Field(default=None, description="DNS name of the container (RFC 1123); default gpuCTID")
-    gpus: Literal["all"] | list[int] = Field(
-        default="all", description="the node's GPU indices to pass through, or all"
-    )
-    template: str | None = Field(
-        default=None,
-        description="volid of the OS template (STORAGE:vztmpl/FILE.tar.zst); "
-        "default: the newest Debian 12 template on lxc_storage",
-    )
+
+#: A container's host name: PVE's ``dns-name`` format (RFC 1123).
+Hostname = Annotated[str, AfterValidator(_hostname)]
+#: A guest id in PVE's range (``pve-vmid``: 100..999999999).
+GuestId = Annotated[int, Field(ge=100, le=999_999_999)]
+#: A group id inside a container (the owner of the passed device nodes).
+DeviceGid = Annotated[int, Field(ge=0, le=65535)]
+
+
+class ContainerResources(BaseModel):
+    """The container settings PVE stores, declared once: the inventory's :class:`ContainerSpec` and the
+    ``lxc_container`` operation's arguments both are these fields, with the same bounds and validators."""
+
     cores: int = Field(default=8, ge=1, le=8192, description="CPU cores")
-    memory: int = Field(default=65536, ge=64, description="MiB")
-    swap: int = Field(default=0, ge=0, description="MiB")
+    memory: int = Field(default=65536, ge=64, description="memory in MiB")
+    swap: int = Field(default=0, ge=0, description="swap in MiB")
     rootfs: str = Field(
         default="local-lvm:64", description="STORAGE:SIZE_GiB or an existing volume, PVE's rootfs syntax"
     )
@@ -238,21 +267,10 @@ class ContainerSpec(_Model):
     unprivileged: bool = Field(default=False, description="an unprivileged container (user namespaces)")
     features: str | None = Field(default=None, description="PVE features string, e.g. nesting=1")
     onboot: bool = Field(default=True, description="start the container when the node boots")
-    serve: ServeSpec | None = Field(default=None, description="what this container serves (gpuhost launch sglang)")
 
-    @field_validator("hostname")
-    @classmethod
-    def _hostname(cls, v: str | None) -> str | None:
-        if v is not None and not _HOSTNAME.match(v):
-            raise ValueError("invalid format - value does not look like a valid DNS name (RFC 1123)")
-        return v
-
-    @field_validator("template")
-    @classmethod
-    def _template(cls, v: str | None) -> str | None:
-        if v is not None and (".." in v or not _VOLID.match(v)):
-            raise ValueError("not a template volume id such as local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst")
-        return v
+    def resources(self) -> dict[str, Any]:
+        """These fields alone, as keyword arguments for another :class:`ContainerResources`."""
+        return {name: getattr(self, name) for name in ContainerResources.model_fields}
 
     @field_validator("rootfs")
     @classmethod
@@ -282,16 +300,46 @@ class ContainerSpec(_Model):
         return v
 
 
+class ContainerSpec(_Model, ContainerResources):
+    """An LXC guest on a node. Values PVE would refuse are refused here, before any host is touched."""
+
+    hostname: Hostname | None = Field(default=None, description="DNS name of the container (RFC 1123); default gpuCTID")
+    gpus: Literal["all"] | list[int] = Field(
+        default="all", description="the node's GPU indices to pass through, or all"
+    )
+    template: str | None = Field(
+        default=None,
+        description="volid of the OS template (STORAGE:vztmpl/FILE.tar.zst); "
+        "default: the newest Debian 12 template on lxc_storage",
+    )
+    serve: ServeSpec | None = Field(default=None, description="what this container serves (gpuhost launch sglang)")
+
+    @field_validator("template")
+    @classmethod
+    def _template(cls, v: str | None) -> str | None:
+        if v is not None and (".." in v or not _VOLID.match(v)):
+            raise ValueError("not a template volume id such as local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst")
+        return v
+
+
 def host_address(v: str) -> str:
-    """An IP address or a host name (what SSH connects to)."""
+    """An IP address or a host name (what SSH connects to): one machine, so no unspecified (``0.0.0.0``, ``::``),
+    broadcast or multicast address; a name is RFC 1123 (no leading ``-``, which ssh would read as an option) and
+    not all digits (``300.1.1.1`` is a mistyped address, not a name)."""
     v = v.strip()
     if not v:
         raise ValueError("must not be empty")
     try:
-        ipaddress.ip_address(v)
+        ip = ipaddress.ip_address(v)
     except ValueError:
-        if not all(part and part.replace("-", "").isalnum() for part in v.split(".")):
+        if not _HOSTNAME.match(v):
             raise ValueError(f"'{v}' is neither an IP address nor a host name") from None
+        if all(part.isdigit() for part in v.split(".")):
+            raise ValueError(f"'{v}' is not an IP address (each of its four numbers must be 0..255)") from None
+        return v
+    if ip.is_unspecified or ip.is_multicast or (isinstance(ip, ipaddress.IPv4Address) and v == "255.255.255.255"):
+        kind = "unspecified" if ip.is_unspecified else "multicast" if ip.is_multicast else "broadcast"
+        raise ValueError(f"'{v}' is a {kind} address, not one machine's")
     return v
 
 
@@ -407,6 +455,19 @@ class NodeSpec(_Model):
             raise ValueError(f"guest id {both[0]} is both a container and a VM")
         return self
 
+    @field_validator("containers", "vms", mode="before")
+    @classmethod
+    def _distinct_ids(cls, v: Any) -> Any:
+        """``200`` and ``"200"`` are one guest id: written twice, the second would silently replace the first."""
+        if isinstance(v, dict):
+            seen: dict[str, Any] = {}
+            for key in v:
+                text = str(key).strip()
+                if text in seen:
+                    raise ValueError(f"guest id {text} is written twice ({seen[text]!r} and {key!r})")
+                seen[text] = key
+        return v
+
     @field_validator("containers", "vms")
     @classmethod
     def _guest_ids(cls, v: dict[int, Any]) -> dict[int, Any]:
@@ -514,6 +575,14 @@ class GatewayHealth(_Model):
         return v
 
 
+def metrics_listen(host: str, port: int, prometheus_port: int | None) -> tuple[str, int]:
+    """Where smg's Prometheus endpoint listens. smg 1.13.0 always serves it: without ``--prometheus-*`` it binds
+    ``0.0.0.0:29000`` (observed on loopback: "Metrics server listening on 0.0.0.0:29000"; a second gateway on the
+    node then fails with "failed to bind metrics server"). So gpuhost always names it: the written port on the
+    gateway's address, or, when ``prometheus_port`` is None, loopback only at the gateway's port + 1."""
+    return (host, prometheus_port) if prometheus_port else ("127.0.0.1", port + 1)
+
+
 class GatewaySpec(_Model):
     """Where the group's SGLang Model Gateway (``smg``, a systemd service in a venv) runs and how it routes."""
 
@@ -526,7 +595,11 @@ class GatewaySpec(_Model):
     health: GatewayHealth = Field(GatewayHealth.model_validate({}), description="health checks of the replicas")
     retries: int = Field(3, ge=0, le=20, description="retries of a failed request on another replica (0: none)")
     prometheus_port: int | None = Field(
-        29000, ge=1, le=65535, description="Prometheus /metrics port on the gateway's address (None: off)"
+        29000,
+        ge=1,
+        le=65535,
+        description="Prometheus /metrics port on the gateway's address (None: on 127.0.0.1 at the gateway's port + 1; "
+        "smg cannot turn it off)",
     )
     version: str = Field(SMG_VERSION, description="the smg release installed (pinned)")
     api_key_env: EnvName | None = Field(
@@ -590,4 +663,6 @@ class InventoryFile(_Model):
     def _some_nodes(cls, v: dict[str, NodeSpec]) -> dict[str, NodeSpec]:
         if not v:
             raise ValueError("at least one node is needed")
+        for name in v:
+            safe_name(str(name), "node name")
         return v

@@ -11,7 +11,16 @@ from gpuhost.core.operation import Args, Operation
 from gpuhost.core.plan import Plan, file_plan, nothing
 from gpuhost.errors import OperationFailed
 from gpuhost.facts import files as file_facts
-from gpuhost.facts.boot import GRUB_DEFAULT, GRUB_DROPIN_DIR, KERNEL_CMDLINE, REFRESH_RECORD, STATE_DIR, refresh_record
+from gpuhost.facts.boot import (
+    GRUB_DEFAULT,
+    GRUB_DROPIN_DIR,
+    GRUB_EFFECTIVE_SOURCE,
+    KERNEL_CMDLINE,
+    REFRESH_RECORD,
+    STATE_DIR,
+    grub_effective_sha,
+    refresh_record,
+)
 from gpuhost.facts.cmdline import (
     edit_grub_default,
     edit_tokens,
@@ -74,7 +83,15 @@ class KernelCmdline(Operation[KernelCmdlineArgs]):
             before = host.fact(file_facts.content, KERNEL_CMDLINE)
             if before is None:
                 raise OperationFailed(f"this host boots with {boot.describe()}, but {KERNEL_CMDLINE} is missing")
-            tokens = edit_tokens(parse_kernel_cmdline_file(before), a.present, absent)
+            booted = parse_kernel_cmdline_file(before)
+            if not any(t.startswith("root=") for t in booted):
+                # proxmox-kernel-helper zz-proxmox-boot:49-53: the first line is the command line, and a
+                # refresh stops with "No root= parameter in /etc/kernel/cmdline found!"
+                raise OperationFailed(
+                    f"{KERNEL_CMDLINE}: its first line ({before.split(chr(10), 1)[0]!r}) has no root= parameter; "
+                    "PVE boots the first line only. Put the whole command line on line 1, then run again"
+                )
+            tokens = edit_tokens(booted, a.present, absent)
             after = render_kernel_cmdline_file(tokens)
             if parse_kernel_cmdline_file(before) == tokens:
                 after = before  # keep the file byte for byte when nothing changes
@@ -144,4 +161,8 @@ class BootRefresh(Operation[BootRefreshArgs]):
         if boot.loader == "systemd-boot" and facts.kernel_cmdline_sha:
             actions.append(RunCommand(f"mkdir -p {STATE_DIR}"))
             actions.append(WriteFile(REFRESH_RECORD, refresh_record(facts.kernel_cmdline_sha), 0o644, backup=False))
+        if boot.loader == "grub-pbt" and facts.grub_effective_tokens is not None:
+            record = refresh_record(grub_effective_sha(facts.grub_effective_tokens), GRUB_EFFECTIVE_SOURCE)
+            actions.append(RunCommand(f"mkdir -p {STATE_DIR}"))
+            actions.append(WriteFile(REFRESH_RECORD, record, 0o644, backup=False))
         return Plan(reason=f"{boot.refresh_command}: {why} ({boot.describe()})", actions=list(actions))

@@ -10,6 +10,7 @@ from gpuhost.core.actions import WriteFile
 from gpuhost.core.operation import Args, Operation
 from gpuhost.core.plan import Plan, file_plan
 from gpuhost.facts import files as file_facts
+from gpuhost.redact import redact
 from gpuhost.templating import track_secrets
 
 #: modes that say "only root may read this": such a file's text is never shown in a diff
@@ -18,6 +19,16 @@ _PRIVATE = (0o600, 0o400)
 
 def _secret_mode(mode: int | None) -> bool:
     return mode is not None and mode in _PRIVATE
+
+
+def secret_content(wanted: str, before: str | None, mode: int | None, current: int | None, *, used: bool) -> bool:
+    """A file's text is secret when its content uses a secret (a template called ``secret_env``/``secret_file``,
+    or the text holds a registered secret or a key such as ``SGLANG_API_KEY=…``), when the wanted mode is
+    private, or when the file there now (through a link) is readable by its owner alone: the old text of a
+    rotated secret is as secret as the new one."""
+    if used or _secret_mode(mode) or (current is not None and current & 0o077 == 0):
+        return True
+    return any(text is not None and redact(text) != text for text in (wanted, before))
 
 
 if TYPE_CHECKING:
@@ -58,10 +69,8 @@ class _FileArgs(Args):
         return str(v)
 
 
-def _read(host: HostContext, dest: str, mode: int | None) -> tuple[str | None, int | None]:
-    """The file's text and, when a mode is wanted, its mode: one fact, so one read."""
-    if mode is None:
-        return host.fact(file_facts.content, dest), None
+def _read(host: HostContext, dest: str) -> tuple[str | None, int | None]:
+    """The file's text and mode (through a link): one fact, so one read."""
     found = host.fact(file_facts.content_and_mode, dest)
     return (None, None) if found is None else found
 
@@ -87,8 +96,9 @@ class Copy(Operation[CopyArgs]):
     def plan(self, host: HostContext) -> Plan:
         a = self.args
         mode = parse_mode(a.mode)
-        before, current = _read(host, a.dest, mode)
-        plan = file_plan(a.dest, before, a.content, mode, secret=_secret_mode(mode))
+        before, current = _read(host, a.dest)
+        secret = secret_content(a.content, before, mode, current, used=False)
+        plan = file_plan(a.dest, before, a.content, mode, secret=secret)
         return _with_mode(a.dest, plan, mode, current, before)
 
 
@@ -108,7 +118,7 @@ class Template(Operation[TemplateArgs]):
         mode = parse_mode(a.mode)
         with track_secrets() as secrets:
             wanted = host.render_template(a.src, a.vars)
-        before, current = _read(host, a.dest, mode)
-        secret = bool(secrets) or _secret_mode(mode)
+        before, current = _read(host, a.dest)
+        secret = secret_content(wanted, before, mode, current, used=bool(secrets))
         plan = file_plan(a.dest, before, wanted, mode, reason_same=f"{a.dest} matches {a.src}", secret=secret)
         return _with_mode(a.dest, plan, mode, current, before)

@@ -6,23 +6,20 @@ answered and spread over the replicas."""
 from __future__ import annotations
 
 import json
-import logging
 import shlex
 import time
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
-from gpuhost.core.actions import RestartService, RunCommand, WriteFile
-from gpuhost.core.operation import Args, Operation, SkipTask
+from gpuhost.core.actions import RestartService, RunCommand, WaitUntil, WriteFile
+from gpuhost.core.operation import Args, Operation
 from gpuhost.core.plan import Plan, nothing
-from gpuhost.errors import OperationFailed
 from gpuhost.facts import gateway as gw
 
 if TYPE_CHECKING:
     from gpuhost.core.context import HostContext
-
-progress = logging.getLogger("gpuhost.progress")
 
 
 class GatewayServiceArgs(Args):
@@ -41,7 +38,7 @@ class GatewayService(Operation[GatewayServiceArgs]):
     def plan(self, host: HostContext) -> Plan:
         a = self.args
         unit = gw.unit(a.group)
-        state = host.fact(gw.gateway_service, a.group, 0)
+        state = host.fact(gw.gateway_service, a.group)
         running = state.active in ("active", "activating", "reloading")
         if running and state.config_sha256 == a.config_sha256:
             return nothing(f"{unit} runs this configuration")
@@ -66,20 +63,37 @@ class GatewayWorkersArgs(Args):
     poll_s: float = Field(default=1.0, description="seconds between polls")
 
 
-def _wait_state(host: HostContext, url: str, group: str, timeout_s: float, poll_s: float) -> dict[str, object]:
-    start = time.monotonic()
-    nonce = 0
-    while True:
-        nonce += 1
-        st = host.fact(gw.gateway_state, url, group, time.monotonic_ns() + nonce)
-        if st.get("health") == 200 and st.get("workers") is not None:
-            return st
-        if time.monotonic() - start > timeout_s:
-            raise OperationFailed(
-                f"the gateway at {url} does not answer (/health {st.get('health') or 'no answer'}"
-                f"{'; ' + str(st['error']) if st.get('error') else ''}); journalctl -u {gw.unit(group)}"
-            )
-        time.sleep(poll_s)
+def answering(st: dict[str, Any]) -> bool:
+    """The gateway's worker API answers (``/health`` 200 and a worker list)."""
+    return st.get("health") == 200 and st.get("workers") is not None
+
+
+def _state_said(st: dict[str, Any]) -> str:
+    return f"/health {st.get('health') or 'no answer'}" + (f"; {st['error']}" if st.get("error") else "")
+
+
+def _answers(st: dict[str, Any], url: str) -> str | None:
+    return f"the gateway at {url} answers" if answering(st) else None
+
+
+def _never(_st: dict[str, Any]) -> None:
+    """A gateway that does not answer yet may still be starting: only the timeout ends the wait."""
+    return None
+
+
+def _answering_wait(url: str, group: str, timeout_s: float, poll_s: float) -> WaitUntil[dict[str, Any]]:
+    return WaitUntil(
+        what=f"the gateway at {url} answers",
+        fact=gw.gateway_state,
+        args=(url, group),
+        done=partial(_answers, url=url),
+        failed=_never,
+        explain=_state_said,
+        hint=f"journalctl -u {gw.unit(group)}",
+        timeout=timeout_s,
+        poll=poll_s,
+        step=f"gateway {group}",
+    )
 
 
 class GatewayWorkers(Operation[GatewayWorkersArgs]):
@@ -91,26 +105,31 @@ class GatewayWorkers(Operation[GatewayWorkersArgs]):
 
     def plan(self, host: HostContext) -> Plan:
         a = self.args
-        if host.check:
-            raise SkipTask(f"check mode: would make the gateway's replicas {', '.join(a.replicas)}")
-        st = _wait_state(host, a.url, a.group, a.timeout_s, a.poll_s)
-        have = {str(w["url"]).rstrip("/") for w in st["workers"]}  # type: ignore[attr-defined]
-        want = {r.rstrip("/") for r in a.replicas}
-        if have == want:
-            return nothing(f"routes to {len(want)} replicas")
-        add, drop = sorted(want - have), sorted(have - want)
         cmd = gw.probe_command(a.url, "sync", a.group, tuple(x for r in a.replicas for x in ("--want", r)))
         check = (
             "import json,sys; d=json.loads(sys.stdin.read().strip().splitlines()[-1]); "
             "e=d.get('error'); e and print('gateway worker API: '+e, file=sys.stderr); sys.exit(1 if e else 0)"
         )
+        sync = RunCommand(f"{cmd} | python3 -c {shlex.quote(check)}")
+        want = {r.rstrip("/") for r in a.replicas}
+        st = host.fact(gw.gateway_state, a.url, a.group)
+        if not answering(st):  # just (re)started: wait for its worker API, then make its replicas the group's
+            return Plan(
+                reason=f"the gateway does not answer yet ({_state_said(st)}): wait for it, then make its replicas "
+                f"{' '.join(sorted(want))}",
+                actions=[_answering_wait(a.url, a.group, a.timeout_s, a.poll_s), sync],
+            )
+        have = {str(w["url"]).rstrip("/") for w in st["workers"]}
+        if have == want:
+            return nothing(f"routes to {len(want)} replicas")
+        add, drop = sorted(want - have), sorted(have - want)
         return Plan(
             reason=", ".join(
                 part
                 for part in (f"add {' '.join(add)}" if add else "", f"remove {' '.join(drop)}" if drop else "")
                 if part
             ),
-            actions=[RunCommand(f"{cmd} | python3 -c {shlex.quote(check)}")],
+            actions=[sync],
         )
 
 
@@ -131,23 +150,45 @@ class GatewayReady(Operation[GatewayReadyArgs]):
 
     def plan(self, host: HostContext) -> Plan:
         a = self.args
-        if host.check:
-            raise SkipTask(f"check mode: would wait for {len(a.replicas)} healthy replicas behind {a.url}")
-        start = time.monotonic()
-        want = {r.rstrip("/") for r in a.replicas}
-        while True:
-            st = _wait_state(host, a.url, a.group, a.timeout_s, a.poll_s)
-            listed = {str(w["url"]).rstrip("/"): bool(w.get("healthy")) for w in st["workers"]}  # type: ignore[attr-defined]
-            missing = sorted(u for u in want if not listed.get(u))
-            extra = sorted(set(listed) - want)  # a removal is applied in the background: wait for it too
-            if not missing and not extra:
-                return nothing(
-                    f"{a.url} up, {len(want)}/{len(want)} replicas healthy ({time.monotonic() - start:.0f} s)"
-                )
-            if time.monotonic() - start > a.timeout_s:
-                raise OperationFailed(
-                    f"gateway {a.url}: {len(want) - len(missing)}/{len(want)} replicas healthy"
-                    + (f"; not healthy: {', '.join(missing)}" if missing else "")
-                    + (f"; still routed to: {', '.join(extra)}" if extra else "")
-                )
-            time.sleep(a.poll_s)
+        want = tuple(sorted(r.rstrip("/") for r in a.replicas))
+        wait = WaitUntil(
+            what=f"{a.url} routes to its {len(want)} replicas, each healthy, and to no other",
+            fact=gw.gateway_state,
+            args=(a.url, a.group),
+            done=partial(routed, want=want, url=a.url),
+            failed=_never,
+            explain=partial(routing_said, want=want),
+            hint=f"journalctl -u {gw.unit(a.group)}",
+            timeout=a.timeout_s,
+            poll=a.poll_s,
+            step=f"gateway {a.group}",
+        )
+        return Plan(reason=f"wait for {len(want)} healthy replicas behind {a.url}", actions=[wait])
+
+
+def _listed(st: dict[str, Any]) -> dict[str, bool]:
+    return {str(w["url"]).rstrip("/"): bool(w.get("healthy")) for w in st.get("workers") or []}
+
+
+def routed(st: dict[str, Any], want: tuple[str, ...], url: str) -> str | None:
+    """Every replica healthy in the gateway's own checks and no other routed to (a removal applies in the
+    background: it is waited for too)."""
+    if not answering(st):
+        return None
+    listed = _listed(st)
+    if any(not listed.get(u) for u in want) or set(listed) - set(want):
+        return None
+    return f"{url} up, {len(want)}/{len(want)} replicas healthy"
+
+
+def routing_said(st: dict[str, Any], want: tuple[str, ...]) -> str:
+    if not answering(st):
+        return _state_said(st)
+    listed = _listed(st)
+    missing = [u for u in want if not listed.get(u)]
+    extra = sorted(set(listed) - set(want))
+    return (
+        f"{len(want) - len(missing)}/{len(want)} replicas healthy"
+        + (f"; not healthy: {', '.join(missing)}" if missing else "")
+        + (f"; still routed to: {', '.join(extra)}" if extra else "")
+    )

@@ -11,6 +11,7 @@ from gpuhost.core.operation import Args, Operation
 from gpuhost.core.plan import Plan, file_plan, nothing
 from gpuhost.errors import OperationFailed
 from gpuhost.facts import files as file_facts
+from gpuhost.operations.files import secret_content
 
 if TYPE_CHECKING:
     from gpuhost.core.context import HostContext
@@ -82,11 +83,13 @@ class Line(Operation[LineArgs]):
             raise OperationFailed(f"line: state=present needs 'line' (path {a.path})")
         if a.state == "absent" and a.line is None and a.regexp is None:
             raise OperationFailed(f"line: state=absent needs 'line' or 'regexp' (path {a.path})")
-        before = host.fact(file_facts.content, a.path)
+        found = host.fact(file_facts.content_and_mode, a.path)
+        before, current = (None, None) if found is None else found
         if before is None:
             if a.state == "absent":
                 return nothing(f"{a.path} does not exist")
             if not a.create:
                 raise OperationFailed(f"{a.path} does not exist (set create: true to create it)")
         after = edit_lines(before or "", a.line, a.regexp, a.state)
-        return file_plan(a.path, before, after, reason_same=f"{a.path}: line already {a.state}")
+        secret = secret_content(after, before, None, current, used=False)  # a private file's lines stay private
+        return file_plan(a.path, before, after, reason_same=f"{a.path}: line already {a.state}", secret=secret)

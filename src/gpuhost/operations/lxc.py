@@ -13,25 +13,23 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 
 from gpuhost.core.actions import (
     CopyToGuest,
     EditGuestConfig,
-    InGuest,
     PveCall,
     RestartGuest,
-    RestartService,
-    RunCommand,
-    WriteFile,
 )
 from gpuhost.core.guest import Guest
-from gpuhost.core.operation import Args, Operation, OperationLookup, SkipTask
+from gpuhost.core.operation import Args, Operation, SkipTask
 from gpuhost.core.plan import Plan, nothing, unified_diff
 from gpuhost.errors import OperationFailed
 from gpuhost.facts import files as file_facts
 from gpuhost.facts.host import HostFacts, host_facts
 from gpuhost.facts.pve import ct_config, ct_config_path, ct_status, node_name, pve_version, vztemplates
+from gpuhost.inventory.models import ContainerResources, DeviceGid, GuestId, Hostname, StorageId
+from gpuhost.operations.guest import InGuestArgs, InGuestOperation
 from gpuhost.pve import config as pveconf
 from gpuhost.pve import edit
 
@@ -41,23 +39,16 @@ if TYPE_CHECKING:
 BACKUP_DIR = "/var/backups/gpuhost"
 
 
-class ContainerArgs(Args):
-    ctid: int = Field(description="the container's id (100..999999999)")
-    hostname: str = Field(description="DNS name of the container")
+class ContainerArgs(Args, ContainerResources):
+    """The container's id, name, template and storage, and its PVE settings (declared once, in the inventory's
+    :class:`~gpuhost.inventory.models.ContainerResources`)."""
+
+    ctid: GuestId = Field(description="the container's id (100..999999999)")
+    hostname: Hostname = Field(description="DNS name of the container")
     template: str = Field(
         default="auto", description="OS template volid, or auto: the newest Debian 12 template on storage"
     )
-    storage: str = Field(default="local", description="storage holding container templates")
-    cores: int = Field(default=8, description="CPU cores")
-    memory: int = Field(default=65536, description="memory in MiB")
-    swap: int = Field(default=0, description="swap in MiB")
-    rootfs: str = Field(
-        default="local-lvm:64", description="STORAGE:SIZE_GiB or an existing volume, PVE's rootfs syntax"
-    )
-    net0: str | None = Field(default=None, description="PVE net0 property string, e.g. name=eth0,bridge=vmbr0,ip=dhcp")
-    unprivileged: bool = Field(default=False, description="an unprivileged container (user namespaces)")
-    features: str | None = Field(default=None, description="PVE features string, e.g. nesting=1")
-    onboot: bool = Field(default=True, description="start the container when the node boots")
+    storage: StorageId = Field(default="local", description="storage holding container templates")
 
 
 def pick_template(volids: list[str]) -> str | None:
@@ -155,7 +146,9 @@ class DevicesArgs(Args):
     devices: list[str] = Field(
         description="host device paths passed through as devN entries, e.g. /dev/nvidia0, /dev/nvidiactl"
     )
-    gid: int = Field(default=44, description="group owning the devices inside the container (44: video in Debian)")
+    gid: DeviceGid = Field(
+        default=44, description="group owning the devices inside the container (44: video in Debian)"
+    )
     memlock_unlimited: bool = Field(
         default=True, description="lift the locked-memory limit (ulimit -l) that CUDA pinned memory needs"
     )
@@ -240,26 +233,22 @@ def device_targets(ctid: int, conf: pveconf.GuestConfig, devices: list[str], gid
     main = conf.main.options
     targets: dict[str, str | None] = {}
     placed: dict[str, str] = {}
+
+    def keep_or_drop(key: str, value: str) -> None:
+        path = _dev_path(value)
+        if not _NVIDIA_NODE.match(path):
+            return
+        if path in devices and path not in placed:
+            placed[path] = key
+            targets[key] = f"{path},gid={gid}"
+        else:
+            targets[key] = None
+
     for key in _dev_keys(after):
-        path = _dev_path(after[key])
-        if not _NVIDIA_NODE.match(path):
-            continue
-        if path in devices and path not in placed:
-            placed[path] = key
-            targets[key] = f"{path},gid={gid}"
-        else:
-            targets[key] = None
+        keep_or_drop(key, after[key])
     for key in _dev_keys(main):  # an entry queued for deletion: back at its own index, or let it go
-        if key in after:
-            continue
-        path = _dev_path(main[key])
-        if not _NVIDIA_NODE.match(path):
-            continue
-        if path in devices and path not in placed:
-            placed[path] = key
-            targets[key] = f"{path},gid={gid}"
-        else:
-            targets[key] = None
+        if key not in after:
+            keep_or_drop(key, main[key])
     used = set(_dev_keys(after)) | set(_dev_keys(main)) | set(targets)
     free = (f"dev{i}" for i in range(MAX_DEVICES) if f"dev{i}" not in used)
     for path in devices:
@@ -407,20 +396,22 @@ class LxcDevices(Operation[DevicesArgs]):
             reasons.append("raw lxc keys")
         final = edited
         if change.changes:
-            params = change.params()
             # devN is root@pam-only in PVE: the API client takes the root route for it. The file edit (if
-            # any) comes first, and this call carries the digest of the file that edit leaves.
-            actions.append(
-                PveCall(
-                    "put",
-                    f"nodes/{host.fact(node_name)}/lxc/{a.ctid}/config",
-                    params,
-                    digest=pveconf.digest_of(after),
-                )
-            )
-            reasons.insert(0, f"devN entries for {len(a.devices)} devices")
+            # any) comes first, and the first call carries the digest of the file that edit leaves; a
+            # second call (delete after revert, see Drift.calls) follows under PVE's lock.
             running = host.fact(ct_status, a.ctid) == "running"
-            final = edit.apply_params(pveconf.parse(after, "lxc"), params, running=running)
+            final = pveconf.parse(after, "lxc")
+            for n, params in enumerate(change.calls()):
+                actions.append(
+                    PveCall(
+                        "put",
+                        f"nodes/{host.fact(node_name)}/lxc/{a.ctid}/config",
+                        params,
+                        digest=pveconf.digest_of(after) if n == 0 else None,
+                    )
+                )
+                final = edit.apply_params(final, params, running=running)
+            reasons.insert(0, f"devN entries for {len(a.devices)} devices")
         foreign = [
             f"{k}={_dev_path(v)}"
             for k, v in edit.effective(conf).items()
@@ -473,56 +464,24 @@ class LxcRestart(Operation[RunningArgs]):
         return Plan(reason=f"restart CT {ctid}", actions=[RestartGuest(Guest.ct(ctid), call)])
 
 
-class InContainerArgs(Args):
+class InContainerArgs(InGuestArgs):
     """In a playbook: ``{ctid: 200, operation: copy, params: {...}}``; roles pass the operation object."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
-
     ctid: int = Field(description="the container the operation runs in (through pct exec)")
-    operation: Operation[Any] = Field(
-        description="the operation to run inside: in a playbook its kind, with its arguments in params"
-    )
 
 
-class InCt(Operation[InContainerArgs]):
+class InCt(InGuestOperation[InContainerArgs]):
     """Any operation, planned and applied inside container ``ctid``."""
 
     kind = "in_container"
     Args = InContainerArgs
+    inside = "cannot run inside a container"
 
-    @classmethod
-    def from_dict(cls, raw: dict[str, Any], lookup: OperationLookup | None = None) -> Operation[Any]:
-        if lookup is None or not isinstance(raw, dict):
-            return cls(InContainerArgs.model_validate(raw))
-        raw = dict(raw)
-        kind, params = raw.pop("operation", None), raw.pop("params", {})
-        inner_cls = lookup(kind) if isinstance(kind, str) else None
-        if inner_cls is None:
-            raise ValueError(f"in_container: unknown operation {kind!r}")
-        inner = inner_cls.from_dict(params or {}, lookup)
-        return cls(InContainerArgs.model_validate({**raw, "operation": inner}))
+    def guest(self) -> Guest:
+        return Guest.ct(self.args.ctid)
 
-    def describe(self) -> str:
-        return f"in_container({self.args.operation.kind})"
-
-    def plan(self, host: HostContext) -> Plan:
-        a = self.args
-        inner = a.operation
-        status = host.fact(ct_status, a.ctid)
-        if status != "running":
-            if host.check:
-                raise SkipTask(f"CT {a.ctid} is {status or 'not created yet'}: would {inner.describe()} inside")
-            raise OperationFailed(f"CT {a.ctid} is {status or 'absent'}: cannot {inner.kind} inside it")
-        ct = Guest.ct(a.ctid)
-        plan = inner.plan(host.guest(ct))
-        inside = []
-        for act in plan.actions:
-            if not isinstance(act, (WriteFile, RunCommand, RestartService)):
-                raise OperationFailed(
-                    f"in_container: {inner.kind} asks for {act.describe()}, which cannot run inside a container"
-                )
-            inside.append(InGuest(ct, act))
-        return Plan(reason=f"CT {a.ctid}: {plan.reason}", actions=list(inside), diff=plan.diff)
+    def status(self, host: HostContext) -> str | None:
+        return host.fact(ct_status, self.args.ctid)
 
 
 class PushArgs(Args):

@@ -81,7 +81,8 @@ rm -f -- "$f.part"
 curl -fSL --retry 3 --proto =https,http,file --proto-redir =https,http -o "$f.part" --url "$url" 2>&1
 got=$(sha256sum < "$f.part"); got=${got%% *}
 if [ "$got" != "$want" ]; then
-  printf 'checksum mismatch for %s: got %s, want %s\n' "$url" "$got" "$want" >&2
+  printf 'checksum mismatch for %s: got %s, want %s' "$url" "$got" "$want" >&2
+  echo ' (vars.nvidia_driver.sha256 in the inventory: fix the pin or the url)' >&2
   rm -f -- "$f.part"; exit 65   # CHECKSUM_MISMATCH
 fi
 mv -f -- "$f.part" "$f"
@@ -133,12 +134,28 @@ INSTALL_PHASES = (
 )
 
 
-def install_command(a: NvidiaDriverArgs) -> str:
+#: nvidia-installer has ``--allow-installation-with-running-driver`` since 545 (option_table.h:748-752)
+_RUNNING_DRIVER_OPTION_SINCE = (545,)
+
+
+def _release(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split(".") if p.isdigit())
+
+
+def install_command(a: NvidiaDriverArgs, running: str | None = None) -> str:
+    """``running``: the version of an NVIDIA module loaded now (host). With ``--silent`` the installer first
+    tries to unload it and, when it stays loaded (in use: nvidia-persistenced, a CUDA program), answers its
+    continue/abort question with the default, ABORT (NVIDIA/nvidia-installer kernel.c:1694-1745
+    ``check_for_loaded_kernel_modules``), unless ``--allow-installation-with-running-driver``: then it
+    installs, skips the module load, and the new module is loaded at the next boot, which the host role
+    plans (a reboot, with the operator's ``--allow-reboot``)."""
     opts = ["--silent", "--no-x-check", "--no-nouveau-check"]
     if a.target == "host":
         opts.append("--dkms")
         if a.kernel_open:
             opts.append("-m=kernel-open")
+        if running is not None and _release(a.version) >= _RUNNING_DRIVER_OPTION_SINCE:
+            opts.append("--allow-installation-with-running-driver")
     else:
         opts.append("--no-kernel-modules")
     return shlex.join(
@@ -172,10 +189,23 @@ class NvidiaDriver(Operation[NvidiaDriverArgs]):
                     "that breaks at the next kernel update"
                 )
         step = "driver install (DKMS build)" if a.target == "host" else "driver install"
+        reason = f"install NVIDIA {a.version} {what} (now: {installed or 'none'})"
+        running = None
+        if a.target == "host":
+            loaded = host.fact(host_facts).nvidia
+            running = loaded.version if loaded is not None and loaded.version != a.version else None
+        if running is not None:
+            if _release(a.version) < _RUNNING_DRIVER_OPTION_SINCE:
+                raise OperationFailed(
+                    f"NVIDIA {running} is loaded and {a.version}'s installer (before 545) cannot install over a "
+                    "running driver: stop nvidia-persistenced and every GPU user (containers, VMs), unload the "
+                    "module (modprobe -r nvidia_uvm nvidia), then run again"
+                )
+            reason += f"; the loaded {running} module stays in use until the host reboots (--allow-reboot)"
         return Plan(
-            reason=f"install NVIDIA {a.version} {what} (now: {installed or 'none'})",
+            reason=reason,
             actions=[
                 RunCommand(download_command(a), timeout=1800, progress=CurlMeter("driver download")),
-                RunCommand(install_command(a), timeout=1800, progress=LogPhases(step, INSTALL_PHASES)),
+                RunCommand(install_command(a, running), timeout=1800, progress=LogPhases(step, INSTALL_PHASES)),
             ],
         )

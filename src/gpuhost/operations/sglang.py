@@ -12,40 +12,30 @@ from typing import TYPE_CHECKING, Any
 from pydantic import Field
 
 from gpuhost.checks.finding import Finding, Level
-from gpuhost.checks.serve import check_runtime, serve_findings
-from gpuhost.core.actions import RestartService, RunCommand, WriteFile
+from gpuhost.checks.serve import check_health, check_runtime, check_server_info, serve_findings
+from gpuhost.core.actions import RestartService, RunCommand, Stage, WaitUntil, WriteFile
 from gpuhost.core.operation import Args, Operation, SkipTask
 from gpuhost.core.plan import Plan, nothing, unified_diff
-from gpuhost.core.progress import ByteCount, report
+from gpuhost.core.progress import ByteCount
 from gpuhost.errors import OperationFailed
 from gpuhost.facts import files as file_facts
 from gpuhost.facts import serve_layout as target
 from gpuhost.facts.serve import (
+    Watch,
     hf_args,
     hf_snapshot,
     serve_gpus,
     serve_probe,
+    serve_proof,
     serve_runtime,
     serve_service,
     serve_watch,
+    sglang_cache_warm,
 )
 from gpuhost.resources import tool_command
-from gpuhost.serve.logscan import LogScanner, Phase
 
 if TYPE_CHECKING:
     from gpuhost.core.context import HostContext
-
-
-PHASE_WORDS = {
-    Phase.STARTING: "starting",
-    Phase.LOADING_WEIGHTS: "loading weights",
-    Phase.WEIGHTS_LOADED: "weights loaded",
-    Phase.KV_ALLOCATED: "KV cache allocated",
-    Phase.GRAPH_CAPTURE: "CUDA graph capture",
-    Phase.GRAPH_CAPTURED: "CUDA graphs captured",
-    Phase.HTTP_UP: "HTTP up, warming up",
-    Phase.READY: "ready",
-}
 
 
 def failure_text(findings: list[Finding]) -> str:
@@ -236,7 +226,7 @@ class SglangService(Operation[ServiceArgs]):
 
     def plan(self, host: HostContext) -> Plan:
         a = self.args
-        state = host.fact(serve_service, 0)
+        state = host.fact(serve_service)
         running = state.active in ("active", "activating", "reloading")
         same = state.launched.get("config_sha256") == a.config_sha256
         if running and same:
@@ -273,29 +263,29 @@ class SglangService(Operation[ServiceArgs]):
 class ReadyArgs(Args):
     url: str = Field(description="the server's URL on the target (http://HOST:PORT)")
     config_sha256: str = Field(description="the configuration this start runs (a stale start never counts)")
-    timeout_s: float = Field(default=3600.0, description="seconds to wait for readiness")
-    capture_timeout_s: float = Field(default=1800.0, description="seconds a CUDA-graph capture may take")
-    poll_s: float = Field(default=2.0, description="seconds between polls")
+    timeout_s: float = Field(default=3600.0, gt=0, description="seconds to wait for readiness after a restart")
+    first_timeout_s: float = Field(
+        default=7200.0, gt=0, description="seconds to wait for readiness at a first start (SGLang's cache empty)"
+    )
+    capture_timeout_s: float = Field(default=1800.0, gt=0, description="seconds the CUDA-graph capture itself may take")
+    warmup_timeout_s: float = Field(default=1800.0, gt=0, description="seconds the kernel warm-up may take")
+    autotune_timeout_s: float = Field(default=1800.0, gt=0, description="seconds FlashInfer autotune may take")
+    first_autotune_timeout_s: float = Field(
+        default=3600.0, gt=0, description="seconds FlashInfer autotune may take at a first start (nothing cached)"
+    )
+    jit_timeout_s: float = Field(default=1800.0, gt=0, description="seconds one kernel's JIT build may take")
+    prove: bool = Field(
+        default=False, description="read this start's journal even when the full proof passed on it (--prove)"
+    )
+    poll_s: float = Field(default=2.0, gt=0, description="seconds between polls")
     fallback: str | None = Field(default=None, description="the profile suggested when capture hangs")
+    autotune_fallback: str | None = Field(default=None, description="the profile suggested when autotune overruns")
+    cache_dir: str = Field(
+        default="/root/.cache/sglang",
+        description="SGLang's cache on the target (SGLANG_CACHE_DIR): empty = first start",
+    )
     subject: str = Field(default="sglang", description="subject of the findings (the target's name)")
     note: str = Field(default="", description="said with a timeout (a multi-node replica: who rank 0 waits for)")
-
-
-#: seconds a crash's traceback gets to reach the journal after its first fatal line
-CRASH_GRACE_S = 2.0
-#: signatures that only say that something died; a specific one seen with them explains it
-GENERIC_CRASHES = ("scheduler-crashed", "warmup-failed", "nccl-timeout", "health-check-failed", "python-traceback")
-
-
-def crash_text(subject: str, scanner: LogScanner, seconds: float) -> str:
-    fatal = [h for h in scanner.report() if h.fatal]
-    specific = [h for h in fatal if h.signature not in GENERIC_CRASHES] or fatal
-    f = specific[0].finding
-    also = [h.finding.check for h in fatal if h is not specific[0]]
-    return (
-        f"{subject} crashed while starting ({PHASE_WORDS[scanner.phases.state.phase]}, {elapsed(seconds)}): "
-        f"{f.message}; cause: {f.cause}; fix: {f.fix}" + (f" (also seen: {', '.join(also)})" if also else "")
-    )
 
 
 def elapsed(seconds: float) -> str:
@@ -303,111 +293,76 @@ def elapsed(seconds: float) -> str:
 
 
 class SglangReady(Operation[ReadyArgs]):
-    """Wait until ``/health`` answers 200 and this start's journal says ready; fail fast on a crash signature,
-    on an exited unit, on a CUDA-graph capture that never ends (the server is stopped), or on the timeout."""
+    """Wait until ``/health`` answers 200 and this start's journal says ready: a wait the runner polls
+    (:class:`~gpuhost.core.actions.WaitUntil`, judged by :mod:`gpuhost.serve.readiness`). It fails on a crash
+    signature, on an exited unit, on a stage that overruns its bound (warm-up, autotune, a JIT build, the capture:
+    the server is stopped), or on the timeout; a first start (SGLang's cache empty) gets the longer bounds."""
 
     kind = "sglang_ready"
     Args = ReadyArgs
 
     def plan(self, host: HostContext) -> Plan:
-        a = self.args
-        if host.check:
-            raise SkipTask(f"check mode: would wait up to {elapsed(a.timeout_s)} for {a.url}/health")
-        state = host.fact(serve_service, 0)
-        if state.launched.get("config_sha256") != a.config_sha256:
-            raise SkipTask("not waited for: the server runs an older configuration (restart pending)")
-        token = state.token
-        if token is None:
-            raise OperationFailed(f"{target.MARKER_FILE} is missing: the server was not started by gpuhost")
-        scanner = LogScanner(a.subject)
-        fed = 0
-        start = time.monotonic()
-        phase_since = start
-        capture_since: float | None = None
-        fatal_since: float | None = None
-        ended = False
-        shown: Phase | None = None
-        last_report = 0.0
-        nonce = 0
-        while True:
-            nonce += 1
-            watch = host.fact(serve_watch, a.url, time.monotonic_ns() + nonce)
-            now = time.monotonic()
-            lines = target.lines_of_start(watch.journal, token)
-            passed: list[Phase] = []
-            for line in (lines or [])[fed:]:
-                scanner.feed(line)
-                st = scanner.phases.state
-                if shown != st.phase:  # every phase passed through, even between two polls
-                    shown, phase_since, last_report = st.phase, now, now
-                    passed.append(st.phase)
-            fed = len(lines or [])
-            st = scanner.phases.state
-            if nonce == 1 and lines is not None and watch.health == 200 and st.ready_lines > 0:
-                return nothing(f"ready (up already), KV {st.kv_tokens} tokens, {st.graph_captures_done} graph captures")
-            for phase in passed:  # a server found ready at the first look shows no start-up it did not have
-                report(host.name, f"{a.subject} readiness", PHASE_WORDS[phase], now - start)
-            fatal = [h for h in scanner.report() if h.fatal]
-            if fatal:
-                # the first line of a crash is often the generic one ("Scheduler hit an exception"); its
-                # traceback follows: give it one more poll, then name the most specific signature
-                fatal_since = fatal_since or now
-                if now - fatal_since >= CRASH_GRACE_S or watch.active in ("failed", "inactive"):
-                    raise OperationFailed(crash_text(a.subject, scanner, now - start))
-            st = scanner.phases.state
-            if shown != st.phase:
-                shown, phase_since, last_report = st.phase, now, now
-                report(host.name, f"{a.subject} readiness", PHASE_WORDS[st.phase], now - start)
-            elif now - last_report >= 30:
-                last_report = now
-                report(
-                    host.name,
-                    f"{a.subject} readiness",
-                    f"{PHASE_WORDS[st.phase]} for {elapsed(now - phase_since)}",
-                    now - start,
-                    update=True,
-                )
-            if lines is not None and watch.health == 200 and st.ready_lines > 0:
-                kv = f", KV {st.kv_tokens} tokens" if st.kv_tokens else ""
-                return nothing(f"ready after {elapsed(now - start)}{kv}, {st.graph_captures_done} graph captures")
-            if fatal_since is not None:
-                time.sleep(a.poll_s)
-                continue
-            if watch.active in ("failed", "inactive") and not ended:
-                ended = True  # the journal was read before the unit's state: read it once more, complete
-                continue
-            if watch.active in ("failed", "inactive"):
-                tail = "; ".join((lines or [])[-3:]) or "no output"
-                raise OperationFailed(f"{target.UNIT} is {watch.active} before it was ready; last lines: {tail}")
-            if scanner.phases.capture_in_progress:
-                capture_since = capture_since or now
-                if now - capture_since > a.capture_timeout_s:
-                    return self._hang(host.name, a, now - capture_since)
-            else:
-                capture_since = None
-            if now - start > a.timeout_s:
-                raise OperationFailed(
-                    f"{a.subject} not ready after {elapsed(a.timeout_s)} (phase: {PHASE_WORDS[st.phase]}, "
-                    f"/health {watch.health if watch.health is not None else 'no answer'}); gpuhost serve logs"
-                    + (f"; {a.note}" if a.note else "")
-                )
-            time.sleep(a.poll_s)
+        from functools import partial
 
-    def _hang(self, host_name: str, a: ReadyArgs, seconds: float) -> Plan:
-        fix = (
-            f"gpuhost launch sglang --profile {a.fallback} --allow-restart"
-            if a.fallback
-            else "a profile with --cuda-graph-backend-decode breakable or disabled"
+        from gpuhost.serve import readiness
+
+        a = self.args
+        state = host.fact(serve_service)
+        if state.launched.get("config_sha256") not in (a.config_sha256, None) and not host.check:
+            raise SkipTask("not waited for: the server runs an older configuration (restart pending)")
+        if not a.prove and state.active == "active" and host.fact(serve_proof).proven(a.config_sha256):
+            # converged: the full proof passed on this very start, running this configuration (the proof task
+            # that follows asks /health and /server_info again)
+            return nothing("ready (up already, this start proven before)")
+        first = not host.fact(sglang_cache_warm, a.cache_dir)
+        now = host.fact(serve_watch, a.url)  # one look: a server that is up already is not waited for
+        up = readiness.ready(now, a.subject) if now.active == "active" else None
+        if up is not None and state.launched.get("config_sha256") == a.config_sha256:
+            return nothing(f"ready (up already), {up.removeprefix('ready, ')}")
+        bounds = readiness.Bounds(
+            warmup=a.warmup_timeout_s,
+            autotune=a.first_autotune_timeout_s if first else a.autotune_timeout_s,
+            jit=a.jit_timeout_s,
+            capture=a.capture_timeout_s,
+            capture_fallback=a.fallback,
+            autotune_fallback=a.autotune_fallback,
         )
-        message = (
-            f"CUDA graph capture hang: a capture began {elapsed(seconds)} ago and did not end "
-            f"(bound {elapsed(a.capture_timeout_s)}); the server was stopped. Fix: {fix}"
+        timeout = a.first_timeout_s if first else a.timeout_s
+        stop = (RunCommand(f"systemctl stop {target.UNIT}"),)
+        wait = WaitUntil(
+            what=f"{a.subject} ready at {a.url} (/health 200 and this start's 'fired up' line)",
+            fact=serve_watch,
+            args=(a.url,),
+            done=partial(readiness.ready, subject=a.subject),
+            failed=partial(readiness.failed, subject=a.subject),
+            stage=partial(_stage, subject=a.subject, bounds=bounds, stop=stop),
+            explain=partial(readiness.explain, subject=a.subject),
+            trail=partial(readiness.trail, subject=a.subject),
+            hint="; ".join(p for p in ("gpuhost serve logs", a.note) if p),
+            timeout=timeout,
+            poll=a.poll_s,
+            step=f"{a.subject} readiness",
+            bounds=(
+                (
+                    "a first start: SGLang's cache is empty, so kernels compile and autotune runs from scratch"
+                    if first
+                    else "a restart: SGLang's cache holds earlier builds"
+                ),
+                f"warm-up {elapsed(bounds.warmup)}, autotune {elapsed(bounds.autotune)}, each JIT build "
+                f"{elapsed(bounds.jit)}, capture {elapsed(bounds.capture)}",
+            ),
         )
-        report(host_name, f"{a.subject} readiness", message)
-        return Plan(
-            reason="capture hang: stop the server",
-            actions=[RunCommand(f"systemctl stop {target.UNIT}; printf '%s\\n' {_sh(message)} >&2; exit 3")],
-        )
+        return Plan(reason=f"wait for {a.url}/health", actions=[wait])
+
+
+def _stage(watch: Watch, subject: str, bounds: Any, stop: tuple[RunCommand, ...]) -> Stage:
+    """The readiness stage; a stage that overruns its bound stops the server (a hang never ends by itself)."""
+    from dataclasses import replace
+
+    from gpuhost.serve import readiness
+
+    found = readiness.stage(watch, subject, bounds)
+    return replace(found, on_overrun=stop) if found.bound is not None else found
 
 
 def _sh(text: str) -> str:
@@ -426,10 +381,13 @@ class VerifyServeArgs(Args):
     config_sha256: str | None = Field(default=None, description="the configuration that must be running")
     timeout_s: float = Field(default=300.0, description="seconds the probe may take")
     subject: str = Field(default="sglang", description="subject of the findings (the target's name)")
+    prove: bool = Field(default=False, description="the full proof even when it passed on this start already (--prove)")
 
 
 class SglangVerify(Operation[VerifyServeArgs]):
-    """A smoke completion, the accuracy canary with finite logprobs, TTFT and tokens/s; read-only."""
+    """A smoke completion, the accuracy canary with finite logprobs, TTFT and tokens/s, and the start it passed on
+    recorded (:data:`~gpuhost.facts.serve_layout.PROVED_FILE`). On that same start with the same configuration
+    (a converged re-run) the proof is the cheap one, ``/health`` and ``/server_info``, unless ``prove``."""
 
     kind = "sglang_verify"
     Args = VerifyServeArgs
@@ -439,11 +397,25 @@ class SglangVerify(Operation[VerifyServeArgs]):
         if host.check:
             raise SkipTask("check mode: would ask the smoke and canary questions")
         if a.config_sha256 is not None:
-            state = host.fact(serve_service, 0)
+            state = host.fact(serve_service)
             if state.launched.get("config_sha256") != a.config_sha256:
                 raise SkipTask("not verified: the server runs an older configuration (restart pending)")
-        probe = host.fact(serve_probe, a.url, "verify", a.model, a.timeout_s, time.monotonic_ns())
+        proof = host.fact(serve_proof) if a.config_sha256 is not None else None
+        if proof is not None and not a.prove and proof.proven(a.config_sha256):
+            probe = host.fact(serve_probe, a.url, "info", a.model, a.timeout_s)
+            findings = check_health(probe, a.subject)
+            findings += check_server_info(probe, a.expect, a.subject) if probe.get("health") == 200 else []
+            if any(f.failed for f in findings):
+                raise OperationFailed(failure_text(findings))
+            said = "; ".join(f.message for f in findings)
+            return nothing(f"{said}; smoke, canary and logprobs passed on this start already (--prove asks again)")
+        probe = host.fact(serve_probe, a.url, "verify", a.model, a.timeout_s)
         findings = serve_findings(probe, a.subject, a.expect)
         if any(f.failed for f in findings):
             raise OperationFailed(failure_text(findings))
-        return nothing("; ".join(f.message for f in findings))
+        said = "; ".join(f.message for f in findings)
+        if proof is None or proof.start is None or proof.proven(a.config_sha256):
+            return nothing(said)
+        record = json.dumps({"start": proof.start, "config_sha256": a.config_sha256}, sort_keys=True) + "\n"
+        # the record is one line of state, not a file an operator edits: no backup
+        return Plan(reason=f"{said}; proof recorded", actions=[WriteFile(target.PROVED_FILE, record, 0o644, False)])

@@ -7,20 +7,20 @@ answers 200 whatever the group's state (:class:`~gpuhost.operations.sglang.Sglan
 
 from __future__ import annotations
 
-import time
+from functools import partial
 from typing import TYPE_CHECKING
 
 from pydantic import Field
 
+from gpuhost.core.actions import WaitUntil
 from gpuhost.core.operation import Args, Operation, SkipTask
 from gpuhost.core.plan import Plan, nothing
-from gpuhost.core.progress import report
 from gpuhost.errors import OperationFailed
 from gpuhost.facts import serve_layout as target
-from gpuhost.facts.rendezvous import rendezvous_reach, rendezvous_watch
+from gpuhost.facts.rendezvous import Reach, RendezvousWatch, rendezvous_reach, rendezvous_watch
 from gpuhost.facts.serve import serve_service
-from gpuhost.operations.sglang import CRASH_GRACE_S, crash_text, elapsed
 from gpuhost.serve.logscan import LogScanner
+from gpuhost.serve.readiness import crash_text
 
 if TYPE_CHECKING:
     from gpuhost.core.context import HostContext
@@ -38,10 +38,37 @@ class RendezvousArgs(Args):
     subject: str = Field(default="sglang", description="subject of the messages (the target's name)")
 
 
+def listening(watch: RendezvousWatch, rank0: str, where: str) -> str | None:
+    """Rank 0's start listens on the rendezvous port (and has not crashed)."""
+    return f"{rank0} hosts the rendezvous on {where}" if watch.reach.open and watch.token else None
+
+
+def rank0_failed(watch: RendezvousWatch, subject: str, where: str) -> str | None:
+    """A crash signature in this start's lines, or the unit exited before it listened."""
+    scanner = LogScanner(subject)
+    for line in watch.lines:
+        scanner.feed(line)
+    if scanner.fatal:
+        return crash_text(subject, scanner)
+    if watch.active in ("failed", "inactive"):
+        tail = "; ".join(watch.lines[-3:]) or "no output"
+        return f"{target.UNIT} is {watch.active} before it listened on {where}; last lines: {tail}"
+    return None
+
+
+def answers(reach: Reach, rank0: str, where: str) -> str | None:
+    return f"{rank0}'s rendezvous {where} answers from here" if reach.open else None
+
+
+def never(_value: object) -> None:
+    """A follower's look at rank 0 cannot fail before the timeout: rank 0 may still be starting."""
+    return None
+
+
 class SglangRendezvous(Operation[RendezvousArgs]):
     """On rank 0 (``config_sha256`` given): wait until this start listens on the rendezvous port; fail fast on a
-    crash signature in this start's journal or an exited unit. On a follower: rank 0's rendezvous accepts a
-    connection from here, or the follower is not started. Read-only."""
+    crash signature in this start's journal or an exited unit. On a follower: wait until rank 0's rendezvous accepts
+    a connection from here, or the follower is not started. Read-only: both are waits the runner polls."""
 
     kind = "sglang_rendezvous"
     Args = RendezvousArgs
@@ -49,59 +76,40 @@ class SglangRendezvous(Operation[RendezvousArgs]):
     def plan(self, host: HostContext) -> Plan:
         a = self.args
         where = f"{a.host}:{a.port}"
-        if host.check:
-            raise SkipTask(f"check mode: would wait for {a.rank0}'s rendezvous on {where}")
         if a.config_sha256 is None:
-            return self._reached(host, a, where)
-        state = host.fact(serve_service, 0)
-        if state.launched.get("config_sha256") != a.config_sha256:
-            raise SkipTask("not waited for: the server runs an older configuration (restart pending)")
-        if state.token is None:
-            raise OperationFailed(f"{target.MARKER_FILE} is missing: the server was not started by gpuhost")
-        scanner = LogScanner(a.subject)
-        fed, start, ended, nonce = 0, time.monotonic(), False, 0
-        fatal_since: float | None = None
-        while True:
-            nonce += 1
-            watch = host.fact(rendezvous_watch, a.host, a.port, time.monotonic_ns() + nonce)
-            now = time.monotonic()
-            lines = target.lines_of_start(watch.journal, state.token) or []
-            for line in lines[fed:]:
-                scanner.feed(line)
-            fed = len(lines)
-            if any(h.fatal for h in scanner.report()):
-                fatal_since = fatal_since or now
-                if now - fatal_since >= CRASH_GRACE_S or watch.active in ("failed", "inactive"):
-                    raise OperationFailed(crash_text(a.subject, scanner, now - start))
-            elif watch.reach.open:
-                return nothing(f"{a.rank0} hosts the rendezvous on {where} ({elapsed(now - start)} after its start)")
-            elif watch.active in ("failed", "inactive"):
-                if not ended:  # the journal was read before the unit's state: read it once more, complete
-                    ended = True
-                    continue
-                tail = "; ".join(lines[-3:]) or "no output"
-                raise OperationFailed(
-                    f"{target.UNIT} is {watch.active} before it listened on {where}; last lines: {tail}"
-                )
-            if now - start > a.timeout_s:
-                raise OperationFailed(
-                    f"{a.rank0} does not listen on {where} after {elapsed(a.timeout_s)} ({watch.reach.error}); the "
-                    "followers are not started: gpuhost serve logs"
-                )
-            report(host.name, f"{a.subject} rendezvous", f"waiting for {where}", now - start, update=True)
-            time.sleep(a.poll_s)
-
-    def _reached(self, host: HostContext, a: RendezvousArgs, where: str) -> Plan:
-        start, nonce = time.monotonic(), 0
-        while True:
-            nonce += 1
-            reach = host.fact(rendezvous_reach, a.host, a.port, time.monotonic_ns() + nonce)
-            if reach.open:
+            if host.fact(rendezvous_reach, a.host, a.port).open:
                 return nothing(f"{a.rank0}'s rendezvous {where} answers from here")
-            if time.monotonic() - start > a.timeout_s:
-                raise OperationFailed(
-                    f"{a.rank0}'s rendezvous {where} does not answer from here ({reach.error}) after "
-                    f"{elapsed(a.timeout_s)}: {a.rank0} is not running (see its node's tasks), or this node cannot "
-                    f"reach it on port {a.port}; the follower was not started"
-                )
-            time.sleep(a.poll_s)
+            follower = WaitUntil(
+                what=f"{a.rank0}'s rendezvous {where} answers from here",
+                fact=rendezvous_reach,
+                args=(a.host, a.port),
+                done=partial(answers, rank0=a.rank0, where=where),
+                failed=never,
+                explain=lambda r: r.error or "no answer",
+                hint=(
+                    f"{a.rank0} is not running (see its node's tasks), or this node cannot reach it on port {a.port}; "
+                    "the follower was not started"
+                ),
+                timeout=a.timeout_s,
+                poll=a.poll_s,
+                step=f"{a.subject} rendezvous",
+            )
+            return Plan(reason=f"wait for {a.rank0}'s rendezvous on {where}", actions=[follower])
+        state = host.fact(serve_service)
+        if state.launched.get("config_sha256") not in (a.config_sha256, None) and not host.check:
+            raise SkipTask("not waited for: the server runs an older configuration (restart pending)")
+        if state.token is None and not host.check:
+            raise OperationFailed(f"{target.MARKER_FILE} is missing: the server was not started by gpuhost")
+        rank0 = WaitUntil(
+            what=f"{a.rank0} listens on its rendezvous {where}",
+            fact=rendezvous_watch,
+            args=(a.host, a.port),
+            done=partial(listening, rank0=a.rank0, where=where),
+            failed=partial(rank0_failed, subject=a.subject, where=where),
+            explain=lambda w: w.reach.error or "no answer",
+            hint="the followers are not started: gpuhost serve logs",
+            timeout=a.timeout_s,
+            poll=a.poll_s,
+            step=f"{a.subject} rendezvous",
+        )
+        return Plan(reason=f"wait for {a.rank0}'s rendezvous on {where}", actions=[rank0])

@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field, model_validator
 
-from gpuhost.checks.container import ContainerExpectation, container_findings
+from gpuhost.checks.container import ContainerExpectation
 from gpuhost.checks.finding import Finding, Level
-from gpuhost.checks.host import HostExpectation, host_findings
+from gpuhost.checks.host import HostExpectation
+from gpuhost.checks.table import container_findings, host_findings
 from gpuhost.core.guest import Guest
 from gpuhost.core.operation import Args, Operation, SkipTask
 from gpuhost.core.plan import Plan, nothing
@@ -22,23 +23,14 @@ if TYPE_CHECKING:
     from gpuhost.core.context import HostContext
 
 
-class HostProofs(Args):
-    cmdline: tuple[str, ...] = Field(default=(), description="tokens /proc/cmdline must show")
-    iommu_passthrough: bool = Field(default=True, description="the IOMMU default domain must be Passthrough")
-    nvidia_driver: str | None = Field(default=None, description="the NVIDIA kernel module must be this version")
-    nvidia_uvm: bool = Field(default=False, description="/dev/nvidia-uvm must exist")
-    persistenced: bool = Field(default=False, description="nvidia-persistenced must be running")
-    vfio: bool = Field(default=False, description="the GPUs must be bound to vfio-pci (VM path)")
+class ContainerProofs(ContainerExpectation):
+    """One container and what it must show."""
 
-
-class ContainerProofs(Args):
     ctid: int = Field(description="the container to verify")
-    gpus: int = Field(default=0, description="how many GPUs nvidia-smi -L must list inside")
-    driver: str | None = Field(default=None, description="the driver version inside must equal this (the host's)")
 
 
 class VerifyArgs(Args):
-    host: HostProofs | None = Field(default=None, description="proofs about the host")
+    host: HostExpectation | None = Field(default=None, description="proofs about the host")
     lxc: ContainerProofs | None = Field(default=None, description="proofs about one container")
 
     @model_validator(mode="after")
@@ -71,25 +63,11 @@ class Verify(Operation[VerifyArgs]):
     def findings(self, host: HostContext) -> list[Finding]:
         a = self.args
         if a.host is not None:
-            h = a.host
-            return host_findings(
-                host.fact(host_facts),
-                host.name,
-                HostExpectation(
-                    cmdline=h.cmdline,
-                    iommu_passthrough=h.iommu_passthrough,
-                    nvidia_driver=h.nvidia_driver,
-                    nvidia_uvm=h.nvidia_uvm,
-                    persistenced=h.persistenced,
-                    vfio=h.vfio,
-                ),
-            )
+            return host_findings(host.fact(host_facts), host.name, a.host)
         assert a.lxc is not None
         ct = Guest.ct(a.lxc.ctid)
         facts = host.guest(ct).fact(container_facts)
-        return container_findings(
-            facts, f"{host.name}/{ct}", ContainerExpectation(gpus=a.lxc.gpus, driver=a.lxc.driver)
-        )
+        return container_findings(facts, f"{host.name}/{ct}", a.lxc)
 
     def plan(self, host: HostContext) -> Plan:
         a = self.args

@@ -10,18 +10,19 @@ file gpuhost planned from, so an edit made meanwhile by someone else makes PVE r
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
 from gpuhost.checks.vm import cmdline_findings
-from gpuhost.core.actions import InGuest, PveCall, RestartGuest, RestartService, RunCommand, WriteFile
+from gpuhost.core.actions import PveCall, RestartGuest
 from gpuhost.core.guest import Guest
-from gpuhost.core.operation import Args, Operation, OperationLookup, SkipTask
+from gpuhost.core.operation import Args, Operation, SkipTask
 from gpuhost.core.plan import Plan, nothing, unified_diff
 from gpuhost.errors import OperationFailed
 from gpuhost.facts.pve import node_name
 from gpuhost.facts.vm import vm_config, vm_config_path, vm_showcmd, vm_status
+from gpuhost.operations.guest import InGuestArgs, InGuestOperation
 from gpuhost.pve import vm_gpu
 
 if TYPE_CHECKING:
@@ -91,7 +92,6 @@ class VmConfig(Operation[VmConfigArgs]):
         deletes = sorted(k for k, v in want.values.items() if v is None)
         if deletes:
             params.append(("delete", ",".join(deletes)))
-        params.append(("digest", conf.digest))
         node = host.fact(node_name)
         running = host.fact(vm_status, a.vmid) == "running"
         preview = _preview(conf.text(), want.values)
@@ -102,7 +102,9 @@ class VmConfig(Operation[VmConfigArgs]):
             reason += f"; NOTE: {note}"
         return Plan(
             reason=reason,
-            actions=[PveCall("put", f"nodes/{node}/qemu/{a.vmid}/config", tuple(params))],
+            # the digest rides in the call, so a concurrent edit (qemu-server's "checksum mismatch (file
+            # change by other user?)", API2/Qemu.pm:2211) re-plans instead of failing the run
+            actions=[PveCall("put", f"nodes/{node}/qemu/{a.vmid}/config", tuple(params), digest=conf.digest)],
             diff=unified_diff(vm_config_path(a.vmid), conf.text(), preview),
         )
 
@@ -216,53 +218,26 @@ class VmCommandLineProof(Operation[VmProofArgs]):
         )
 
 
-class InVmArgs(Args):
+class InVmArgs(InGuestArgs):
     """In a playbook: ``{vmid: 100, operation: copy, params: {...}}``; roles pass the operation object."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, arbitrary_types_allowed=True)
-
     vmid: int = Field(description="the VM whose guest (over SSH at the inventory's address) runs the operation")
-    operation: Operation[Any] = Field(description="the operation planned and applied inside the guest")
 
 
-class InVm(Operation[InVmArgs]):
+class InVm(InGuestOperation[InVmArgs]):
     """Any operation, planned and applied inside VM ``vmid`` (over SSH at the inventory's guest address)."""
 
     kind = "in_vm"
     Args = InVmArgs
+    inside = "gpuhost does not do in a VM"
 
-    @classmethod
-    def from_dict(cls, raw: dict[str, Any], lookup: OperationLookup | None = None) -> Operation[Any]:
-        if lookup is None or not isinstance(raw, dict):
-            return cls(InVmArgs.model_validate(raw))
-        raw = dict(raw)
-        kind, params = raw.pop("operation", None), raw.pop("params", {})
-        inner_cls = lookup(kind) if isinstance(kind, str) else None
-        if inner_cls is None:
-            raise ValueError(f"in_vm: unknown operation {kind!r}")
-        inner = inner_cls.from_dict(params or {}, lookup)
-        return cls(InVmArgs.model_validate({**raw, "operation": inner}))
+    def guest(self) -> Guest:
+        return Guest.vm(self.args.vmid)
 
-    def describe(self) -> str:
-        return f"in_vm({self.args.operation.kind})"
+    def status(self, host: HostContext) -> str | None:
+        return host.fact(vm_status, self.args.vmid)
 
-    def plan(self, host: HostContext) -> Plan:
-        a = self.args
-        inner = a.operation
-        vm = Guest.vm(a.vmid)
-        if host.restart_pending(vm):
-            raise SkipTask(f"VM {a.vmid} has not restarted into its new configuration: {inner.describe()} waits")
-        status = host.fact(vm_status, a.vmid)
-        if status != "running":
-            if host.check:
-                raise SkipTask(f"VM {a.vmid} is {status or 'absent'}: would {inner.describe()} inside")
-            raise OperationFailed(f"VM {a.vmid} is {status or 'absent'}: cannot {inner.kind} inside it")
-        plan = inner.plan(host.guest(vm))
-        inside = []
-        for act in plan.actions:
-            if not isinstance(act, (WriteFile, RunCommand, RestartService)):
-                raise OperationFailed(
-                    f"in_vm: {inner.kind} asks for {act.describe()}, which gpuhost does not do in a VM"
-                )
-            inside.append(InGuest(vm, act))
-        return Plan(reason=f"VM {a.vmid}: {plan.reason}", actions=list(inside), diff=plan.diff)
+    def waits(self, host: HostContext) -> str | None:
+        if host.restart_pending(self.guest()):
+            return f"VM {self.args.vmid} has not restarted into its new configuration: {self.inner.describe()} waits"
+        return None

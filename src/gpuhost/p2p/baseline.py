@@ -73,9 +73,9 @@ def compare(now: Evidence, base: Evidence) -> list[Regression]:
         _bandwidth(out, g.label, "GPU->host", g.d2h_gbps, b.d2h_gbps)
         _bandwidth(out, g.label, "local copy", g.d2d_gbps, b.d2d_gbps)
     for p in now.pairs:
-        b = base.pair(p.src, p.dst)
-        if b is None:
+        bp = base.pair(p.src, p.dst)
+        if bp is None:
             continue
-        _path(out, p.label, "peer", p.p2p, b.p2p)
-        _path(out, p.label, "staged", p.staged, b.staged)
+        _path(out, p.label, "peer", p.p2p, bp.p2p)
+        _path(out, p.label, "staged", p.staged, bp.staged)
     return out

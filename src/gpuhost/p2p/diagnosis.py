@@ -6,6 +6,7 @@ the advice depends on where the probe ran (VM, container, or the host itself).
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 
 from gpuhost.p2p.evidence import Evidence
@@ -28,6 +29,15 @@ HOST_IOMMU = (
 )
 
 
+#: consumer boards NVIDIA's stock driver gives no PCIe P2P: every GeForce, and the TITAN line ("TITAN RTX",
+#: "TITAN V", "NVIDIA TITAN Xp", "GeForce GTX TITAN X"); data-center and RTX/Quadro workstation boards are not here
+_CONSUMER = re.compile(r"\bGeForce\b|\bTITAN\b", re.IGNORECASE)
+
+
+def is_consumer_card(name: str | None) -> bool:
+    return bool(name and _CONSUMER.search(name))
+
+
 def _where(ev: Evidence) -> str:
     if ev.in_vm:
         return "vm"
@@ -42,11 +52,11 @@ def _advice(cause: str, ev: Evidence, nvlink: bool = False) -> str:
         nvlink and cause in ("p2p-not-engaged", "uni-low", "bidi-low", "p2p-slow-latency")
     ):
         return NVLINK + "."
-    geforce = sorted({g.name for g in ev.gpus if g.name and "GeForce" in g.name})
+    geforce = sorted({g.name for g in ev.gpus if g.name and is_consumer_card(g.name)})
     if cause == "no-peer-access" and geforce:
         return (
-            f"{', '.join(geforce)}: GeForce cards do not do PCIe P2P with NVIDIA's stock driver; "
-            "plan for NCCL through host memory, or use GPUs that support it."
+            f"{', '.join(geforce)}: consumer cards (GeForce, TITAN) do not do PCIe P2P with NVIDIA's stock "
+            "driver; plan for NCCL through host memory, or use GPUs that support it."
         )
     if cause in ("p2p-not-engaged", "nvml-CNS", "no-peer-access"):
         if where == "vm":

@@ -39,7 +39,7 @@ class GpuEvidence:
     bar1_bytes: int | None = None
     memory_bytes: int | None = None
     virtualization: str | None = None  # NVML: none, passthrough, vgpu...
-    nvlink_links: int = 0
+    nvlink_links: int | None = None  # None: not read (a capture that shows no NVLink state)
     nvlink_to_switch: bool = False
     nvlink_peers: dict[str, int] = field(default_factory=dict)  # remote bus id -> links
     h2d_gbps: float | None = None
@@ -49,9 +49,13 @@ class GpuEvidence:
     integrity_failures: list[str] = field(default_factory=list)
     cpu_affinity: str | None = None  # nvidia-smi topo -m: CPUs near the GPU, e.g. 0-55,112-167
     numa_node: str | None = None  # NUMA affinity
+    host: str | None = None  # set when a capture spans machines (nccl-tests over several nodes)
+    device: int | None = None  # the CUDA device number on that host
 
     @property
     def label(self) -> str:
+        if self.host is not None and self.device is not None:
+            return f"{self.host} GPU{self.device}"
         return f"GPU{self.index}"
 
 

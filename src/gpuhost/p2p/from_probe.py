@@ -57,7 +57,7 @@ def link_label(a: GpuEvidence | None, b: GpuEvidence | None, nvml_topology: str 
     (directly or through NVSwitch), else NVML's common-ancestor level (PIX, PXB, PHB, NODE, SYS)."""
     if a is not None and b is not None:
         if a.nvlink_to_switch and b.nvlink_to_switch:
-            links = min(a.nvlink_links, b.nvlink_links)
+            links = min(a.nvlink_links or 0, b.nvlink_links or 0)
         else:
             links = min(a.nvlink_peers.get(b.bus_id or "", 0), b.nvlink_peers.get(a.bus_id or "", 0))
         if links > 0:

@@ -43,6 +43,8 @@ def gpu_json(g: GpuEvidence, findings: list[Finding]) -> dict[str, Any]:
     mine = [f for f in findings if f.subject == g.label]
     return {
         "index": g.index,
+        "label": g.label,
+        "host": g.host,
         "name": g.name,
         "bus_id": g.bus_id,
         "compute_capability": g.compute_capability,

@@ -210,8 +210,8 @@ def _path_kind(ev: Evidence, p: PairEvidence) -> str:
 def _nvlink_links(ev: Evidence, p: PairEvidence) -> int:
     a, b = ev.gpu(p.src), ev.gpu(p.dst)
     if a is not None and b is not None:
-        links_a = a.nvlink_links if a.nvlink_to_switch else a.nvlink_peers.get(b.bus_id or "", 0)
-        links_b = b.nvlink_links if b.nvlink_to_switch else b.nvlink_peers.get(a.bus_id or "", 0)
+        links_a = (a.nvlink_links or 0) if a.nvlink_to_switch else a.nvlink_peers.get(b.bus_id or "", 0)
+        links_b = (b.nvlink_links or 0) if b.nvlink_to_switch else b.nvlink_peers.get(a.bus_id or "", 0)
         if min(links_a, links_b):
             return min(links_a, links_b)
     return nvlink_count(p.topology)
@@ -618,8 +618,86 @@ def check_nccl(nccl: dict[str, object]) -> list[Finding]:
         return [Finding(Level.FAIL, "nccl", "machine", f"NCCL all-reduce returned a wrong sum{detail}", "integrity")]
     busbw = nccl.get("busbw_gbps")
     bw = f": bus bandwidth {busbw} GB/s" if busbw is not None else ""
+    world = nccl.get("world_size")
+    over = f" over {world} GPUs" if world else ""
+    test = nccl.get("test")
+    what = (
+        "NCCL all-reduce"
+        if test == "all_reduce_perf" or (test in (None, "nccl-tests") and nccl.get("reduces", True))
+        else f"nccl-tests {test if test not in (None, 'nccl-tests') else '(a collective without reduction)'}"
+    )
+    if nccl.get("separate_processes"):
+        return [
+            Finding(
+                Level.WARN,
+                "nccl",
+                "machine",
+                f"nccl-tests ran {nccl['separate_processes']} separate processes (each rank 0){bw}: nothing was "
+                "measured between them; rebuild nccl-tests with MPI=1",
+                "nccl-no-mpi",
+            )
+        ]
+    if nccl.get("small_only"):
+        return [
+            Finding(
+                Level.WARN,
+                "nccl",
+                "machine",
+                f"nothing to judge: the largest size is {nccl.get('largest_bytes')} B, which measures latency, not "
+                f"bandwidth ({busbw} GB/s); the sums were correct. Run sizes up to 1 GiB (-e 1G)",
+                "nccl-small-sizes",
+            )
+        ]
+    if "max_busbw_gbps" in nccl and not nccl["max_busbw_gbps"] and not nccl.get("inplace_max_busbw_gbps"):
+        return [
+            Finding(
+                Level.WARN,
+                "nccl",
+                "machine",
+                f"nothing to judge: {what} moved nothing between GPUs (bus bandwidth 0 at every size: one GPU, "
+                "or one rank per process); the results were correct",
+                "nccl-small-sizes",
+            )
+        ]
     return [
-        Finding(Level.PASS, "nccl", "machine", f"NCCL all-reduce over {nccl.get('world_size')} GPUs{bw}, correct sum")
+        Finding(
+            Level.PASS,
+            "nccl",
+            "machine",
+            f"{what}{over}{bw}, correct {'sum' if what == 'NCCL all-reduce' else 'results'}",
+        )
+    ]
+
+
+@check(
+    "host-copies",
+    title="Host copies measured, nothing to judge",
+    group=GROUP,
+    meaning="the capture times only host<->GPU (or SM) copies: without the PCIe link of each GPU or a "
+    "device-to-device test there is no rate to judge them against; the figures are kept",
+    fix="add a device-to-device capture (--from-file again), or run gpuhost verify p2p on the machine (it reads "
+    "each GPU's PCIe link)",
+)
+def check_host_copies_only(ev: Evidence) -> list[Finding]:
+    """A WARN carrying the host-copy figures when they are all the capture measured (no vacuous PASS, no exit 2)."""
+    shown = [g for g in ev.gpus if g.h2d_gbps is not None or g.d2h_gbps is not None or g.d2d_gbps is not None]
+    if not shown:
+        return []
+
+    def fig(g: GpuEvidence) -> str:
+        parts = [f"{k} {v:.2f}" for k, v in (("H2D", g.h2d_gbps), ("D2H", g.d2h_gbps), ("D2D", g.d2d_gbps)) if v]
+        return f"{g.label} " + " / ".join(parts)
+
+    listed = ", ".join(fig(g) for g in shown[:4]) + ("…" if len(shown) > 4 else "")
+    return [
+        Finding(
+            Level.WARN,
+            "host-copies",
+            "machine",
+            f"only host copies were measured ({listed} GB/s): nothing to judge without each GPU's PCIe link or a "
+            "device-to-device test",
+            "host-copies-only",
+        )
     ]
 
 
@@ -638,6 +716,8 @@ def judge(ev: Evidence, *, expect_p2p: bool = True, link_override: tuple[int, in
     verdict.machine_findings.extend(check_waived(ev, expect_p2p) + check_machine_integrity(ev))
     if ev.nccl:
         verdict.machine_findings.extend(check_nccl(ev.nccl))
+    if not verdict.findings and not ev.pairs and not ev.waived and not ev.integrity_failures:
+        verdict.machine_findings.extend(check_host_copies_only(ev))
     if (
         not any(pv.findings for pv in verdict.pairs)
         and ev.pairs

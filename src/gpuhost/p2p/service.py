@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -167,9 +168,9 @@ def judge_files(paths: Sequence[Path], settings: Settings) -> Outcome:
         if report.status == "cannot_run" or not any(g.measured for g in report.gpus):
             return cannot_run(target, report, _raw_report(path))
     ev = merge(*(ev for _, ev, _ in read))
-    report = reports[0][1] if reports else None
+    first = reports[0][1] if reports else None
     raw = _raw_report(reports[0][0]) if reports else None
-    return judge_evidence(target, ev, settings, report=report, raw_report=raw)
+    return judge_evidence(target, ev, settings, report=first, raw_report=raw)
 
 
 def probe_target(
@@ -199,3 +200,58 @@ def settings_from_options(*, expect_p2p: bool, link: str | None, baseline: Path 
     if baseline is not None:
         settings.baseline = read_capture_file(baseline)[0]
     return settings
+
+
+def parse_devices(text: str) -> list[int]:
+    """``--devices 0,1``: CUDA ordinals, comma-separated; anything else is a usage error naming the flag."""
+    words = [w.strip() for w in text.split(",")]
+    if not all(w.isdigit() for w in words):
+        raise UsageError(f"--devices: '{text}' is not a comma list of CUDA ordinals such as 0,1")
+    return [int(w) for w in words]
+
+
+@dataclass(frozen=True)
+class P2PRequest:
+    """What ``gpuhost verify p2p`` was asked: captures to judge (``from_file``), or a probe to run through the
+    connection it is given, on the node or in container ``ctid``."""
+
+    from_file: Sequence[Path] = ()
+    host: str | None = None
+    ctid: int | None = None
+    expect_p2p: bool = True
+    link: str | None = None
+    baseline: Path | None = None
+    save_report: Path | None = None
+    heatmap: Path | None = None
+    size_mib: int = 256
+    samples: int = 5
+    devices: str | None = None
+    staged: bool = True
+    nccl: bool = True
+
+
+def verify_p2p(req: P2PRequest, connect: Callable[[], AbstractContextManager[Any]]) -> Outcome:
+    """Judge the captures, or probe through ``connect()`` and judge; the heatmap written when asked for."""
+    settings = settings_from_options(expect_p2p=req.expect_p2p, link=req.link, baseline=req.baseline)
+    if req.from_file:
+        if req.host or req.ctid is not None:
+            raise UsageError("--from-file judges files; it takes no --host or --ctid")
+        outcome = judge_files(req.from_file, settings)
+    else:
+        from gpuhost.p2p.remote import ProbeOptions
+
+        opts = ProbeOptions(
+            size_mib=req.size_mib,
+            samples=req.samples,
+            staged=req.staged,
+            nccl=req.nccl,
+            devices=parse_devices(req.devices) if req.devices else None,
+        )
+        target = (req.host or "localhost") + (f" CT {req.ctid}" if req.ctid is not None else "")
+        with connect() as conn:
+            outcome = probe_target(conn, target, settings, options=opts, ctid=req.ctid, save_report=req.save_report)
+    if req.heatmap is not None and outcome.evidence is not None:
+        from gpuhost.p2p.heatmap import write_outcome_heatmap
+
+        write_outcome_heatmap(outcome, req.heatmap)
+    return outcome

@@ -84,18 +84,21 @@ def gpu_table(ev: Evidence, verdict: Verdict) -> Table | None:
     for col in ("GPU", "name", "PCIe max", "under load", "BAR1", "mode", "H2D GB/s", "D2H GB/s", "D2D GB/s", "verdict"):
         t.add_column(col)
     for g in ev.gpus:
-        level = max((f.level for f in verdict.gpu_findings if f.subject == g.label), default=Level.PASS)
+        mine = [f.level for f in verdict.gpu_findings if f.subject == g.label]
+        level = max(mine, default=Level.PASS)
         t.add_row(
             g.label,
             g.name or "-",
             f"Gen{g.pcie_gen_max} x{g.pcie_width_max}" if g.pcie_gen_max else "-",
             f"Gen{g.pcie_gen_load} x{g.pcie_width_load}" if g.pcie_gen_load else "-",
-            f"{g.bar1_bytes >> 30} GiB" if g.bar1_bytes else "-",
+            (f"{g.bar1_bytes >> 30} GiB" if g.bar1_bytes >= 1 << 30 else f"{g.bar1_bytes >> 20} MiB")
+            if g.bar1_bytes
+            else "-",
             g.virtualization or "-",
             _fmt(g.h2d_gbps),
             _fmt(g.d2h_gbps),
             _fmt(g.d2d_gbps, 0),
-            Text(level.word, style=STYLE[level]),
+            Text(level.word, style=STYLE[level]) if mine else Text("-"),  # nothing judged is not a PASS
         )
     return t
 

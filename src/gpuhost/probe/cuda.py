@@ -117,7 +117,7 @@ class CudaDriver:
         except OSError as exc:
             raise CudaUnavailable("cannot load %s: %s" % (library, exc)) from exc
         self._fns: dict[str, Callable[..., int]] = {}
-        self.missing = []  # type: list
+        self.missing: list[str] = []
         for name, argtypes in _SIGNATURES.items():
             try:
                 fn = getattr(self._lib, name)

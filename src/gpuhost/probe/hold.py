@@ -123,7 +123,9 @@ class StreamGate:
         self.drv.host_free(self._host)
 
 
-def choose_method(drv: CudaDriver, ctx: int, stream: int, wanted: str = "auto", rejected: list | None = None) -> str:
+def choose_method(
+    drv: CudaDriver, ctx: int, stream: int, wanted: str = "auto", rejected: list[str] | None = None
+) -> str:
     """The first hold method that works on this driver, tried on a real stream.
 
     ``wanted`` is ``auto``, ``kernel`` or ``wait-value``; a named method that fails

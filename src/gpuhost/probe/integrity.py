@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+from collections.abc import Callable
 
 #: Length of the random block the pattern repeats (a prime, so it never aligns with pages).
 BLOCK = 1048573
@@ -18,13 +19,14 @@ BLOCK = 1048573
 _libc: ctypes.CDLL | None = None
 
 
-def _memcmp() -> ctypes._CFuncPtr:
+def _memcmp() -> Callable[[int, int, int], int]:
     global _libc
     if _libc is None:
         _libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
         _libc.memcmp.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
         _libc.memcmp.restype = ctypes.c_int
-    return _libc.memcmp
+    memcmp: Callable[[int, int, int], int] = _libc.memcmp
+    return memcmp
 
 
 def fill_pattern(host_ptr: int, nbytes: int, seed_block: bytes | None = None) -> None:

@@ -89,7 +89,7 @@ def run_allreduce(world: int, timeout_s: float = 180.0, python: str = sys.execut
     port = str(_free_port())
     fd, out_path = tempfile.mkstemp(prefix="gpuhost-nccl-", suffix=".json")
     os.close(fd)
-    procs: list[subprocess.Popen] = []
+    procs: list[subprocess.Popen[bytes]] = []
     started = time.monotonic()
     try:
         for rank in range(world):
@@ -114,7 +114,7 @@ def run_allreduce(world: int, timeout_s: float = 180.0, python: str = sys.execut
         if failed:
             return {"error": "a worker exited %d: %s" % (failed[0][0], failed[0][1][-2000:])}
         with open(out_path) as f:
-            result = json.load(f)
+            result: dict[str, Any] = json.load(f)
         result["duration_s"] = round(time.monotonic() - started, 2)
         return result
     finally:

@@ -194,7 +194,11 @@ class Nvml:
         e: dict[str, str] = {}
         status: dict[str, str | None] = {}
         for name, index in P2P_INDEXES:
-            code = self.query(e, "p2p_" + name, lambda i=index: nv.nvmlDeviceGetP2PStatus(h1, h2, i))
+
+            def p2p_status(i: int = index) -> Any:
+                return nv.nvmlDeviceGetP2PStatus(h1, h2, i)
+
+            code = self.query(e, "p2p_" + name, p2p_status)
             status[name] = P2P_STATUS.get(code, "code %s" % code) if code is not None else None
         level = self.query(e, "topology", lambda: nv.nvmlDeviceGetTopologyCommonAncestor(h1, h2))
         return {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from .cuda import CudaDriver
 from .hold import StreamGate
@@ -110,7 +111,7 @@ class Series:
     def value(self) -> float:
         return median(self.samples)
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {
             "value": round(self.value, 4),
             "unit": self.unit,

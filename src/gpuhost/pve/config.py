@@ -26,6 +26,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
+#: The guest kind of :class:`gpuhost.core.guest.Guest`, spelt here again because the lab copies this module into its
+#: nodes, standard-library only (tests/unit/pve/test_guest_kind.py keeps the two equal).
 GuestKind = Literal["qemu", "lxc"]
 SectionKind = Literal["main", "pending", "special", "snapshot"]
 
@@ -43,8 +45,10 @@ _ARGS_RE = re.compile(r"^(args):\s*(.*\S)\s*$")
 _DELETE_RE = re.compile(r"^delete:\s*(.*\S)\s*$")
 _SNAPSTATE_RE = re.compile(r"snapstate:\s*(prepare|delete)\s*$")
 
-#: Bytes that PVE's ``encode_text`` leaves alone: 0x20-0x39 and 0x3b-0x7e (everything printable but ':').
-_SAFE_BYTES = frozenset(range(0x20, 0x3A)) | frozenset(range(0x3B, 0x7F))
+#: Bytes that PVE's ``encode_text`` leaves alone: 0x20-0x24, 0x26-0x39 and 0x3b-0x7e (everything printable but
+#: ':' and '%'). '%' is encoded since pve-common 8.2.2 (06f436f, "fix #5486"): decode_text decodes every %XX, so a
+#: description holding a link's "%20" must be written "%2520" to read back as it was.
+_SAFE_BYTES = frozenset(range(0x20, 0x25)) | frozenset(range(0x26, 0x3A)) | frozenset(range(0x3B, 0x7F))
 
 
 class ConfigParseError(ValueError):
@@ -52,7 +56,8 @@ class ConfigParseError(ValueError):
 
 
 def encode_text(text: str) -> str:
-    """PVE::Tools::encode_text: percent-encode control, non-ASCII and ':' bytes of the UTF-8 text."""
+    """PVE's encode_text (PVE::Tools, now PVE::ParseUtils): percent-encode control, non-ASCII, ':' and '%' bytes
+    of the UTF-8 text."""
     return "".join(chr(b) if b in _SAFE_BYTES else f"%{b:02X}" for b in text.encode("utf-8"))
 
 

@@ -23,9 +23,12 @@ from gpuhost.pve import config as pveconf
 #: pve-container ``PVE::LXC::Config::config_file_lock``; qemu-server ``PVE::QemuConfig::config_file_lock``.
 _LOCK_PATHS = {"lxc": "/run/lock/lxc/pve-config-{vmid}.lock", "qemu": "/var/lock/qemu-server/lock-{vmid}.conf"}
 
-#: PVE::Tools::assert_if_modified's message (the API answers it when ``digest`` no longer matches).
+#: PVE::Tools::assert_if_modified's message (pve-container's API answers it when ``digest`` no longer
+#: matches, API2/LXC/Config.pm:176).
 MODIFIED = "detected modified configuration - file changed by other user? Try again."
-_MODIFIED_RE = re.compile(r"detected modified configuration")
+#: ... and qemu-server's own (API2/Qemu.pm:2211-2212 ``update_vm_api``, 6006).
+VM_MODIFIED = "checksum mismatch (file change by other user?)"
+_MODIFIED_RE = re.compile(r"detected modified configuration|checksum mismatch \(file change by other user\?\)")
 
 #: pve-container's ``$LXC_FASTPLUG_OPTIONS``: applied at once even to a running container.
 LXC_FASTPLUG = frozenset(
@@ -103,12 +106,32 @@ class Drift:
         return bool(self.set or self.delete or self.revert)
 
     def params(self) -> tuple[tuple[str, str], ...]:
-        out = list(self.set.items())
+        """All of it as one call's parameters; only valid when no key is both reverted and deleted
+        (see :meth:`calls`)."""
+        calls = self.calls()
+        if len(calls) > 1:
+            raise ValueError(f"{', '.join(self.both())}: revert and delete need two calls")
+        return calls[0] if calls else ()
+
+    def both(self) -> list[str]:
+        return [k for k in self.delete if k in self.revert]
+
+    def calls(self) -> list[tuple[tuple[str, str], ...]]:
+        """The API calls that make the change, in order. PVE refuses ``delete=K`` with ``revert=K`` in
+        one call (pve-container API2/LXC/Config.pm:203-208, qemu-server API2/Qemu.pm:2139-2141: 400
+        "you can't use '-delete K' and '-revert K' at the same time"), so a key with a pending value
+        and a current one is reverted first and deleted in a second call."""
+        both = self.both()
+        first = list(self.set.items())
         if self.revert:
-            out.append(("revert", ",".join(self.revert)))
-        if self.delete:
-            out.append(("delete", ",".join(self.delete)))
-        return tuple(out)
+            first.append(("revert", ",".join(self.revert)))
+        rest = [k for k in self.delete if k not in both]
+        if rest:
+            first.append(("delete", ",".join(rest)))
+        out = [tuple(first)] if first else []
+        if both:
+            out.append((("delete", ",".join(both)),))
+        return out
 
 
 def drift(
@@ -275,7 +298,7 @@ def _lines(conf: pveconf.GuestConfig) -> dict[tuple[str, str], list[str]]:
         for key, value in section.lxc:
             out.setdefault((where, key), []).append(value)
         if section.description is not None:
-            out.setdefault((where, "description"), []).append(section.description)
+            out.setdefault((where, "description"), []).append(section.description.rstrip("\n"))  # one line shown
     return out
 
 

@@ -255,12 +255,41 @@ def lint(options: Mapping[str, str]) -> list[str]:
                 "cpu: hidden=1 adds kvm=off, which hides the hypervisor; the NVIDIA driver then ignores the "
                 "GPUDirect clique (P2P stays 'chipset not supported'). Remove hidden=1"
             )
+    problems.extend(_duplicate_devices(entries))
     if options.get("bios") == "ovmf" and "efidisk0" not in options:
         problems.append(
             "bios: ovmf without an efidisk0 (PVE: 'there needs to be an EFI Disk'): set the VM's efidisk_storage "
             "in the inventory, or add efidisk0"
         )
     return problems
+
+
+def _function(pci_id: str) -> str | None:
+    m = _PCI_ID.match(pci_id.lower())
+    return m.group("fn") if m else None
+
+
+def _duplicate_devices(entries: Mapping[int, str]) -> list[str]:
+    """One host device in two hostpciN entries: QEMU refuses the second ('vfio … device is already attached').
+
+    An id without a function (``41:00``) passes every function of the slot, so it collides with any function of
+    that slot named elsewhere; two different functions (``d0:15.1`` and ``d0:15.2``) do not collide."""
+    seen: list[tuple[int, str, str | None, str]] = []  # (index, slot, function or None, as written)
+    out: list[str] = []
+    for index, value in sorted(entries.items()):
+        for pci_id in hostpci_ids(value):
+            if not _PCI_ID.match(pci_id.lower()):
+                continue  # a mapping id or something PVE resolves
+            sl, fn = slot(pci_id), _function(pci_id)
+            for other, other_slot, other_fn, written in seen:
+                if other != index and other_slot == sl and (fn is None or other_fn is None or fn == other_fn):
+                    out.append(
+                        f"hostpci{other} ('{written}') and hostpci{index} ('{pci_id}') pass the same host device "
+                        f"{sl}{'.' + (fn or other_fn or '') if (fn or other_fn) else ''}: QEMU refuses the second "
+                        "('vfio … device is already attached'); keep one entry per device"
+                    )
+            seen.append((index, sl, fn, pci_id))
+    return out
 
 
 def effective(conf: GuestConfig) -> dict[str, str]:

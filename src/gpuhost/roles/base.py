@@ -27,6 +27,8 @@ class Role(ABC, Generic[V]):
     Vars: ClassVar[type[RoleVars]]
     #: templates the role renders (compiled and checked against the variables at load time)
     templates: ClassVar[tuple[str, ...]] = ()
+    #: the variables the role itself passes to those templates (``TemplateArgs.vars``): no layer sets them
+    template_vars: ClassVar[frozenset[str]] = frozenset()
 
     @abstractmethod
     def tasks(self, host: HostContext, v: V) -> list[Task]:

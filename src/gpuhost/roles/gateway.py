@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from gpuhost.core.task import Task, task
 from gpuhost.facts import gateway as gw
 from gpuhost.facts import serve_layout
-from gpuhost.inventory.models import GatewayHealth
+from gpuhost.inventory.models import GatewayHealth, metrics_listen
 from gpuhost.operations.command import Command, CommandArgs
 from gpuhost.operations.files import Copy, CopyArgs, Template, TemplateArgs
 from gpuhost.operations.gateway import (
@@ -63,6 +63,7 @@ class FleetReplica(BaseModel):
     ctid: int = Field(description="the container (rank 0's)")
     url: str = Field(description="where the gateway reaches it (rank 0)")
     profile: str = Field(description="its serve: entry's profile")
+    model: str | None = Field(None, description="its serve: entry's model (None: the profile's)")
     api_key_env: str | None = Field(None, description="its API key's environment variable")
     api_key_file: str | None = Field(None, description="its API key's file")
     members: list[FleetMember] = Field(default_factory=list, description="a multi-node replica's members by rank")
@@ -130,11 +131,10 @@ class GatewayVars(RoleVars):
 
 
 def _served_model(group: FleetGroup, v: GatewayVars) -> str:
-    from gpuhost.serve.profile import get_profile
+    from gpuhost.serve.profile import get_profile, served_model_name
 
-    profile = get_profile(group.replicas[0].profile, [Path(d) for d in v.sglang_profile_dirs])
-    name = profile.flags.get("--served-model-name")
-    return str(name) if name else "default"
+    lead = group.replicas[0]
+    return served_model_name(get_profile(lead.profile, [Path(d) for d in v.sglang_profile_dirs]), lead.model)
 
 
 def smg_command(name: str, g: FleetGateway) -> list[str]:
@@ -160,9 +160,11 @@ def smg_command(name: str, g: FleetGateway) -> list[str]:
         "--health-success-threshold",
         str(h.success_threshold),
     ]
-    argv += ["--disable-retries"] if g.retries == 0 else ["--retry-max-retries", str(g.retries)]
-    if g.prometheus_port:
-        argv += ["--prometheus-host", g.host, "--prometheus-port", str(g.prometheus_port)]
+    # smg counts attempts, not retries: --retry-max-retries 3 made 3 attempts (1 + 2 retries) against a worker
+    # answering 503, and --disable-retries is "equivalent to setting retry_max_retries=1" (smg 1.13.0 --help)
+    argv += ["--disable-retries"] if g.retries == 0 else ["--retry-max-retries", str(g.retries + 1)]
+    metrics_host, metrics_port = metrics_listen(g.host, g.port, g.prometheus_port)
+    argv += ["--prometheus-host", metrics_host, "--prometheus-port", str(metrics_port)]
     return argv
 
 
@@ -287,6 +289,7 @@ class SmgGateway(Role[GatewayVars]):
     name = "smg_gateway"
     Vars = GatewayVars
     templates = (UNIT_TEMPLATE, ENV_TEMPLATE, LAUNCH_TEMPLATE, INSTALL_TEMPLATE)
+    template_vars = frozenset({"smg"})
 
     def tasks(self, host: HostContext, v: GatewayVars) -> list[Task]:
         group = v.group()

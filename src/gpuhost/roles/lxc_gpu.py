@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field, model_validator
 
-from gpuhost.checks.container import APT_HOLD_FILE
+from gpuhost.checks.container import APT_HOLD_FILE, ContainerExpectation
 from gpuhost.core.task import FLUSH_HANDLERS, Task, task
 from gpuhost.errors import OperationFailed
 from gpuhost.facts.host import HostFacts, host_facts
-from gpuhost.inventory.models import ContainerSpec, StorageId
+from gpuhost.inventory.models import ContainerSpec, DeviceGid, StorageId
 from gpuhost.operations.files import Template, TemplateArgs
 from gpuhost.operations.lxc import (
     ContainerArgs,
@@ -45,8 +45,8 @@ class LxcGpuVars(RoleVars):
     nvidia_driver: DriverPin | None = Field(
         None, description="the host's driver pin; containers get exactly this version, userspace only"
     )
-    lxc_device_gid: int = Field(
-        44, ge=0, le=65535, description="group of the GPU device nodes inside the container (44 is video in Debian)"
+    lxc_device_gid: DeviceGid = Field(
+        44, description="group of the GPU device nodes inside the container (44 is video in Debian)"
     )
     lxc_storage: StorageId = Field("local", description="storage holding container templates")
 
@@ -92,9 +92,17 @@ def gpu_devices(spec: ContainerSpec, facts: HostFacts) -> list[str]:
     return devices
 
 
+def container_expectation(devices: list[str], driver: str | None) -> ContainerExpectation:
+    """What a container given ``devices`` must show inside, with the host module ``driver`` (the one expectation
+    the ``verify`` task and ``gpuhost verify lxc`` prove): one GPU listed per ``/dev/nvidiaN`` it gets."""
+    gpus = sum(1 for d in devices if re.fullmatch(r"/dev/nvidia\d+", d))
+    return ContainerExpectation(gpus=gpus, driver=driver)
+
+
 def container_tasks(ctid: int, spec: ContainerSpec, v: LxcGpuVars, pin: DriverPin, facts: HostFacts) -> list[Task]:
     devices = gpu_devices(spec, facts)
-    gpus = sum(1 for d in devices if re.fullmatch(r"/dev/nvidia\d+", d))
+    expect = container_expectation(devices, pin.version)
+    gpus = expect.gpus
     ct = f"CT {ctid}"
     installer = installer_path(pin.version)
     inside_driver = NvidiaDriver(NvidiaDriverArgs(**pin.model_dump(), target="container"))
@@ -108,14 +116,7 @@ def container_tasks(ctid: int, spec: ContainerSpec, v: LxcGpuVars, pin: DriverPi
                     hostname=spec.hostname or f"gpu{ctid}",
                     template=spec.template or "auto",
                     storage=v.lxc_storage,
-                    cores=spec.cores,
-                    memory=spec.memory,
-                    swap=spec.swap,
-                    rootfs=spec.rootfs,
-                    net0=spec.net0,
-                    unprivileged=spec.unprivileged,
-                    features=spec.features,
-                    onboot=spec.onboot,
+                    **spec.resources(),
                 )
             ),
         ),
@@ -143,7 +144,7 @@ def container_tasks(ctid: int, spec: ContainerSpec, v: LxcGpuVars, pin: DriverPi
         ),
         task(
             f"{ct}: verified ({gpus} GPUs, driver {pin.version}, uvm, memlock, cuInit)",
-            Verify(VerifyArgs(lxc=ContainerProofs(ctid=ctid, gpus=gpus, driver=pin.version))),
+            Verify(VerifyArgs(lxc=ContainerProofs(ctid=ctid, **expect.model_dump()))),
             tags=("verify",),
         ),
     ]

@@ -12,9 +12,12 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from gpuhost.checks.host import HostExpectation
 from gpuhost.core.task import FLUSH_HANDLERS, Task, task
 from gpuhost.errors import OperationFailed
+from gpuhost.facts.gpu_holders import gpu_holders
 from gpuhost.facts.host import host_facts
+from gpuhost.inventory.models import VMSpec
 from gpuhost.operations.apt import Apt, AptArgs
 from gpuhost.operations.boot import BootRefresh, BootRefreshArgs, KernelCmdline, KernelCmdlineArgs
 from gpuhost.operations.command import Command, CommandArgs
@@ -23,8 +26,10 @@ from gpuhost.operations.modules import ModuleList, ModuleListArgs
 from gpuhost.operations.nvidia import DriverPin, NvidiaDriver, NvidiaDriverArgs
 from gpuhost.operations.reboot import RebootIfNeeded, RebootIfNeededArgs
 from gpuhost.operations.systemd import Systemd, SystemdArgs
-from gpuhost.operations.verify import HostProofs, Verify, VerifyArgs
+from gpuhost.operations.verify import Verify, VerifyArgs
+from gpuhost.roles import gpu_guard
 from gpuhost.roles.base import Role, RoleVars
+from gpuhost.roles.vm_gpu import resolve_gpus
 
 if TYPE_CHECKING:
     from gpuhost.core.context import HostContext
@@ -33,7 +38,8 @@ REFRESH = "refresh boot loader"
 INITRAMFS = "update initramfs"
 VFIO_MODULES = ["vfio", "vfio_iommu_type1", "vfio_pci"]  # vfio_virqfd is part of vfio since 6.2
 VFIO_CONF = "/etc/modprobe.d/gpuhost-vfio.conf"
-UNITS = ("nvidia-devnodes.service", "nvidia-persistenced.service")
+PERSISTENCED = "nvidia-persistenced.service"
+UNITS = ("nvidia-devnodes.service", PERSISTENCED)
 
 
 class ProxmoxHostVars(RoleVars):
@@ -54,6 +60,10 @@ class ProxmoxHostVars(RoleVars):
     nvidia_driver: DriverPin | None = Field(
         None, description="the NVIDIA .run installer for the LXC path {version, url, sha256, kernel_open}"
     )
+    vms: dict[int, VMSpec] = Field(
+        {}, description="the node's GPU VMs (nodes.NAME.vms): on the VM path, their GPUs must be free before vfio"
+    )
+    vm_vmids: list[int] | None = Field(None, description="only these VMs of the node (--vmid)")
     uvm_disable_hmm: bool = Field(
         False, description="options nvidia_uvm uvm_disable_hmm=1 (RTX PRO 6000 NCCL lock-ups)"
     )
@@ -92,6 +102,19 @@ def cmdline_tokens(cpu_vendor: str, v: ProxmoxHostVars) -> list[str]:
         elif cpu_vendor == "intel":
             tokens.append("intel_iommu=on")
     return tokens + list(v.cmdline_extra)
+
+
+def host_expectation(cpu_vendor: str, v: ProxmoxHostVars) -> HostExpectation:
+    """What ``provision host`` leaves behind for this node's GPU path: the one expectation its final
+    ``verify`` task, ``gpuhost verify host`` and the acceptance suite prove."""
+    lxc = v.gpu_path == "lxc"
+    return HostExpectation(
+        cmdline=tuple(cmdline_tokens(cpu_vendor, v)),
+        nvidia_driver=v.nvidia_driver.version if lxc and v.nvidia_driver else None,
+        nvidia_uvm=lxc,
+        persistenced=lxc,
+        vfio=v.gpu_path == "vm",
+    )
 
 
 def lxc_driver_tasks(pin: DriverPin, kernel: str, uvm_disable_hmm: bool) -> list[Task]:
@@ -155,10 +178,12 @@ class ProxmoxHost(Role[ProxmoxHostVars]):
     name = "proxmox_host"
     Vars = ProxmoxHostVars
     templates = (*(f"{u}.j2" for u in UNITS), "vfio.conf.j2")
+    template_vars = frozenset({"vfio_ids"})
 
     def tasks(self, host: HostContext, v: ProxmoxHostVars) -> list[Task]:
         facts = host.fact(host_facts)
-        tokens = cmdline_tokens(facts.cpu_vendor, v)
+        expect = host_expectation(facts.cpu_vendor, v)
+        tokens = list(expect.cmdline)
         tasks = [
             task(
                 "IOMMU on the kernel command line",
@@ -175,6 +200,14 @@ class ProxmoxHost(Role[ProxmoxHostVars]):
                 raise OperationFailed(
                     "gpu_path is vm but no NVIDIA GPU was found (lspci -nn -d 10de:) and vfio_ids is not set"
                 )
+            holders = host.fact(gpu_holders)
+            gpu_guard.vfio_over_containers(facts.gpus, holders, ids)
+            host_gpus = [g.bdf for g in facts.gpus]
+            for vmid, spec in v.vms.items():
+                if v.vm_vmids and vmid not in v.vm_vmids:
+                    continue
+                wanted = [g.pci for g in resolve_gpus(spec, host_gpus, {}) if g.pci]
+                gpu_guard.vm_gpus_free(vmid, wanted, holders)
             tasks += [
                 task(
                     "vfio modules at boot",
@@ -189,32 +222,39 @@ class ProxmoxHost(Role[ProxmoxHostVars]):
                     tags=("vfio",),
                 ),
             ]
-        driver: str | None = None
         if v.gpu_path == "lxc":
             assert v.nvidia_driver is not None  # the Vars model requires it
+            # decided from the host facts; the guests holding GPUs are read only to word a refusal (a converged LXC
+            # node costs no extra round trip)
+            gpu_guard.containers_can_use(facts.gpus, facts.vfio_ids, VFIO_CONF, lambda: host.fact(gpu_holders))
             tasks += lxc_driver_tasks(v.nvidia_driver, facts.kernel, v.uvm_disable_hmm)
-            driver = v.nvidia_driver.version
-        lxc = v.gpu_path == "lxc"
         tasks += [
             FLUSH_HANDLERS,
             task(
                 "reboot if the running kernel lags its configuration",
-                RebootIfNeeded(RebootIfNeededArgs(cmdline=tokens, nvidia_driver=driver)),
+                RebootIfNeeded(RebootIfNeededArgs(cmdline=tokens, nvidia_driver=expect.nvidia_driver)),
                 tags=("reboot",),
             ),
+        ]
+        if v.gpu_path == "lxc":
+            # enabled is not running: a re-run repairs a persistenced stopped by hand or by a failed start
+            # (after the reboot, so the module it needs is the pinned one); as vm_gpu does it, so it also runs
+            # where /run/systemd/system is absent (the systemd operation refuses a state change there)
+            tasks.append(
+                task(
+                    f"{PERSISTENCED} running",
+                    Command(
+                        CommandArgs(
+                            cmd=f"systemctl start {PERSISTENCED}", unless=f"systemctl is-active --quiet {PERSISTENCED}"
+                        )
+                    ),
+                    tags=("driver",),
+                )
+            )
+        tasks += [
             task(
                 "verify the booted host",
-                Verify(
-                    VerifyArgs(
-                        host=HostProofs(
-                            cmdline=tuple(tokens),
-                            nvidia_driver=driver,
-                            nvidia_uvm=lxc,
-                            persistenced=lxc,
-                            vfio=v.gpu_path == "vm",
-                        )
-                    )
-                ),
+                Verify(VerifyArgs(host=expect)),
                 tags=("verify",),
             ),
         ]

@@ -20,11 +20,12 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from gpuhost.core.task import Task, task
 from gpuhost.facts import serve_layout as target
 from gpuhost.inventory.models import ContainerSpec, ServeSpec
+from gpuhost.inventory.names import safe_name
 from gpuhost.operations.command import Command, CommandArgs
 from gpuhost.operations.files import Template, TemplateArgs
 from gpuhost.operations.lxc import InContainerArgs, InCt
@@ -77,6 +78,12 @@ class SglangVars(RoleVars):
     )
     lxc_ctids: list[int] | None = Field(None, description="only these containers of the node (--ctid)")
     sglang_profile: str | None = Field(None, description="use this profile instead of serve.profile (--profile)")
+
+    @field_validator("sglang_profile")
+    @classmethod
+    def _profile_name(cls, v: str | None) -> str | None:
+        return None if v is None else safe_name(v, "profile name")
+
     sglang_group: str | None = Field(
         None, description="only the replicas of this serving group (--group; serving.groups in the inventory)"
     )
@@ -91,12 +98,36 @@ class SglangVars(RoleVars):
         None, description="the gpuhost verify p2p verdict {available, data_ok, level}: sets the NCCL P2P environment"
     )
     sglang_ready_timeout: float = Field(
-        3600.0, gt=0, description="seconds to wait for readiness (cold load, JIT and graph capture of a 744B model)"
+        3600.0, gt=0, description="seconds to wait for readiness after a restart (load and capture of a 744B model)"
+    )
+    sglang_first_ready_timeout: float = Field(
+        7200.0,
+        gt=0,
+        description="seconds to wait for readiness at a first start (SGLang's cache empty: every kernel JIT-compiled, "
+        "FlashInfer autotune from scratch)",
     )
     sglang_capture_timeout: float = Field(
-        1800.0, gt=0, description="seconds a CUDA-graph capture may run before it counts as a hang"
+        1800.0,
+        gt=0,
+        description="seconds the CUDA-graph capture itself may run before it counts as a hang (warm-up, autotune and "
+        "JIT inside the capture window have their own bounds)",
     )
+    sglang_warmup_timeout: float = Field(
+        1800.0, gt=0, description="seconds the kernel warm-up inside the capture window may run"
+    )
+    sglang_autotune_timeout: float = Field(
+        1800.0, gt=0, description="seconds FlashInfer autotune may run after a restart (its results are cached)"
+    )
+    sglang_first_autotune_timeout: float = Field(
+        3600.0, gt=0, description="seconds FlashInfer autotune may run at a first start"
+    )
+    sglang_jit_timeout: float = Field(1800.0, gt=0, description="seconds one kernel's JIT build may run")
     sglang_poll_interval: float = Field(2.0, gt=0, le=60, description="seconds between readiness polls")
+    sglang_prove: bool = Field(
+        False,
+        description="the full proof (smoke, canary, logprobs, speed) even on a start it passed on already "
+        "(--prove); without it a converged re-run asks /health and /server_info",
+    )
     sglang_install_timeout: float = Field(3600.0, gt=0, description="seconds the venv install may take")
     hf_endpoint: str | None = Field(
         None,
@@ -176,9 +207,6 @@ class SglangVars(RoleVars):
         }
         return {ctid: serve for ctid, serve in chosen.items() if ctid in mine}
 
-    def profile_name(self, serve: ServeSpec) -> str:
-        return self.sglang_profile or serve.profile
-
     def profile_for(self, serve: ServeSpec) -> Profile:
         return self.profile_for_name(serve.profile)
 
@@ -209,21 +237,11 @@ def _flag_value(profile: Profile, *names: str) -> Any:
     return None
 
 
-#: /server_info keys compared with what the profile sets (by argparse destination)
-SERVER_INFO_DESTS = (
-    "quantization",
-    "kv_cache_dtype",
-    "dsa_prefill_backend",
-    "dsa_decode_backend",
-    "moe_runner_backend",
-    "fp4_gemm_backend",
-    "attention_backend",
-)
-
-
 def server_info_expectation(profile: Profile) -> dict[str, str]:
-    """What /server_info must show for this profile: its SGLang version, TP size and pinned backends."""
+    """What /server_info must show for this profile: its SGLang version, TP size and pinned backends (the fields
+    the serve probe keeps)."""
     from gpuhost.serve.effective import by_dest
+    from gpuhost.tools.serve_probe import SERVER_INFO_DESTS
 
     dests = by_dest(profile)
     out = {"version": profile.pins.sglang, "tp_size": str(profile.tp_size)}
@@ -405,8 +423,8 @@ def container_tasks(
             inside(
                 Command(
                     CommandArgs(
-                        cmd=f"sh {install}",
-                        unless=f"sh {install} verify",
+                        cmd=f"sh {shlex.quote(install)}",
+                        unless=f"sh {shlex.quote(install)} verify",
                         timeout=v.sglang_install_timeout,
                     )
                 )
@@ -441,8 +459,11 @@ def container_tasks(
     }
     if m is not None:
         launched["multinode"] = {"rank": m.rank, "nnodes": m.nnodes, "rank0": m.rank0, "group": m.group}
+    from gpuhost.serve.bounds import bounds
+
+    chosen = bounds(launch.profile).describe()
     service = task(
-        f"{ct}: server running profile {p.name}" + (f" (rank {m.rank} of {m.nnodes})" if m else ""),
+        f"{ct}: server running profile {p.name}" + (f" (rank {m.rank} of {m.nnodes})" if m else "") + f": {chosen}",
         inside(SglangService(ServiceArgs(config_sha256=config, profile=p.name, launched=launched))),
     )
     proof = [
@@ -454,9 +475,17 @@ def container_tasks(
                         url=launch.url,
                         config_sha256=config,
                         timeout_s=v.sglang_ready_timeout,
+                        first_timeout_s=v.sglang_first_ready_timeout,
                         capture_timeout_s=v.sglang_capture_timeout,
+                        warmup_timeout_s=v.sglang_warmup_timeout,
+                        autotune_timeout_s=v.sglang_autotune_timeout,
+                        first_autotune_timeout_s=v.sglang_first_autotune_timeout,
+                        jit_timeout_s=v.sglang_jit_timeout,
                         poll_s=v.sglang_poll_interval,
-                        fallback=_fallback(p, v),
+                        prove=v.sglang_prove,
+                        fallback=_fallback(p, v, autotune=False),
+                        autotune_fallback=_fallback(p, v, autotune=True),
+                        cache_dir=p.env.get("SGLANG_CACHE_DIR", "/root/.cache/sglang"),
                         subject=f"{ct} sglang",
                         note=(
                             f"rank 0 is ready only once every follower ({', '.join(m.followers)}) joined it"
@@ -478,6 +507,7 @@ def container_tasks(
                         expect=launch.expect,
                         config_sha256=config,
                         subject=f"{ct} sglang",
+                        prove=v.sglang_prove,
                     )
                 )
             ),
@@ -552,11 +582,18 @@ def _model_tasks(launch: Launch, inside: Any, v: SglangVars) -> list[Task]:
     return out
 
 
-def _fallback(profile: Profile, v: SglangVars) -> str | None:
+#: the flag an autotune-off fallback profile adds (0.5.23 arg_groups/fields/exec_.py: disable_flashinfer_autotune)
+AUTOTUNE_OFF = "--disable-flashinfer-autotune"
+
+
+def _fallback(profile: Profile, v: SglangVars, *, autotune: bool) -> str | None:
+    """The profile to launch instead: with ``autotune``, the fallback that turns FlashInfer autotune off (an
+    autotune that overruns); otherwise one that keeps autotune as this profile has it (a capture that hangs)."""
     from gpuhost.serve.profile import load_profiles
 
+    own = bool(profile.flags.get(AUTOTUNE_OFF))
     for other in load_profiles([Path(d) for d in v.sglang_profile_dirs]).values():
-        if other.fallback_of == profile.name:
+        if other.fallback_of == profile.name and (bool(other.flags.get(AUTOTUNE_OFF)) and not own) == autotune:
             return other.name
     return None
 
@@ -569,6 +606,7 @@ class Sglang(Role[SglangVars]):
     name = "sglang"
     Vars = SglangVars
     templates = (UNIT_TEMPLATE, ENV_TEMPLATE, LAUNCH_TEMPLATE, INSTALL_TEMPLATE)
+    template_vars = frozenset({"sglang"})
 
     def tasks(self, host: HostContext, v: SglangVars) -> list[Task]:
         out: list[Task] = []

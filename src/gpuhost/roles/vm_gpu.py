@@ -17,6 +17,7 @@ from pydantic import Field, model_validator
 from gpuhost.core.operation import Operation
 from gpuhost.core.task import Task, task
 from gpuhost.errors import OperationFailed
+from gpuhost.facts.gpu_holders import gpu_holders
 from gpuhost.facts.hardware import full_bdf
 from gpuhost.facts.host import host_facts
 from gpuhost.facts.vm import pci_numa_nodes
@@ -39,6 +40,7 @@ from gpuhost.operations.vm import (
     VmRunning,
 )
 from gpuhost.operations.vm_p2p import VmP2P, VmP2PArgs
+from gpuhost.roles import gpu_guard
 from gpuhost.roles.base import Role, RoleVars
 
 if TYPE_CHECKING:
@@ -215,6 +217,7 @@ class VmGpuRole(Role[VmGpuVars]):
         facts = host.fact(host_facts)
         host_gpus = [g.bdf for g in facts.gpus]
         numa = host.fact(pci_numa_nodes, tuple(host_gpus)) if host_gpus else {}
+        holders = host.fact(gpu_holders)
         claimed: dict[str, int] = {}
         tasks: list[Task] = []
         for vmid, spec in vms.items():
@@ -224,5 +227,6 @@ class VmGpuRole(Role[VmGpuVars]):
                 if key in claimed:
                     raise OperationFailed(f"GPU {key} is given to VM {claimed[key]} and VM {vmid}: a GPU has one owner")
                 claimed[key] = vmid
+            gpu_guard.vm_gpus_free(vmid, [g.pci for g in gpus if g.pci], holders)
             tasks += vm_tasks(vmid, spec, gpus, v.nvidia_driver)
         return tasks

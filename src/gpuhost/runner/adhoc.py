@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from gpuhost.connection.base import Connection
 from gpuhost.errors import ConnectionFailed, GpuhostError
+from gpuhost.inventory.key_files import check_key_files
 from gpuhost.inventory.loader import Inventory
 from gpuhost.inventory.models import NodeSpec
 from gpuhost.runner.connect import open_connection
@@ -80,6 +81,8 @@ def run_adhoc(
     connect: Callable[[NodeSpec], Connection] = open_connection,
 ) -> list[AdhocResult]:
     """Run ``command`` on each of ``hosts``; results in inventory order (``on_result`` sees them as they end)."""
+    if connect is open_connection:  # their keys, before any connection (exit 2 with the inventory's line)
+        check_key_files(inventory, hosts)
     lock = threading.Lock()
 
     def work(name: str) -> AdhocResult:

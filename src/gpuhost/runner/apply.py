@@ -6,8 +6,9 @@ import dataclasses
 import hashlib
 import re
 import shlex
+import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gpuhost.connection.base import Rebootable
 from gpuhost.connection.write_script import WriteRequest
@@ -21,27 +22,44 @@ from gpuhost.core.actions import (
     RestartGuest,
     RestartService,
     RunCommand,
+    WaitUntil,
     WriteFile,
+    seconds,
 )
 from gpuhost.core.guest import Guest
 from gpuhost.core.plan import Plan
 from gpuhost.core.progress import ProgressStream
 from gpuhost.core.result import CommandResult
-from gpuhost.errors import CommandFailed, CommandTimeout, ConfigChanged, OperationFailed
+from gpuhost.errors import CommandFailed, CommandTimeout, ConfigChanged, GpuhostError, OperationFailed
 from gpuhost.runner.context import RunnerHost
 
 if TYPE_CHECKING:
     from gpuhost.pve import config as pveconf
 
 
+#: backups kept of a file whose text is secret (the env file's old API keys do not pile up forever)
+SECRET_BACKUPS = 3
+
+
 def apply(host: RunnerHost, action: Action) -> None:
     if isinstance(action, WriteFile):
         host.conn.write_file(
-            action.path, action.content, mode=action.mode, backup=action.backup, backup_dir=action.backup_dir
+            action.path,
+            action.content,
+            mode=action.mode,
+            backup=action.backup,
+            backup_dir=action.backup_dir,
+            keep=SECRET_BACKUPS if action.secret else None,  # each backup of a secret file holds an old secret
         )
     elif isinstance(action, RunCommand):
-        result = run_command(host, action)
-        (host.parent or host).command_output.append(result.stdout)
+        owner = host.parent or host
+        try:
+            result = run_command(host, action)
+        except CommandFailed as exc:  # CommandTimeout too: its stderr is the task's
+            owner.command_errors.append(exc.stderr_tail)
+            raise
+        owner.command_output.append(result.stdout)
+        owner.command_errors.append(result.stderr)
     elif isinstance(action, RestartService):
         host.conn.run(action.command)
     elif isinstance(action, RebootHost):
@@ -56,8 +74,13 @@ def apply(host: RunnerHost, action: Action) -> None:
         host.guest(action.guest).drop_connection()  # its old session ended with the restart
     elif isinstance(action, InGuest):
         apply(host.guest(action.guest), action.action)
+        if isinstance(action.action, WaitUntil):
+            root = host.parent or host
+            root.waited[-1] = f"{action.guest}: {root.waited[-1]}"
     elif isinstance(action, CopyToGuest):
         copy_to_guest(host, action)
+    elif isinstance(action, WaitUntil):
+        wait_until(host, action)
     else:  # pragma: no cover - exhaustive
         raise TypeError(action)
     host.invalidate_facts()
@@ -78,6 +101,25 @@ def run_command(host: RunnerHost, action: RunCommand) -> CommandResult:
     if not ok:
         raise CommandFailed(action.command, result.exit_code, result.stdout, result.stderr, host=host.conn.name)
     return result
+
+
+def wait_until(host: RunnerHost, action: WaitUntil[Any]) -> None:
+    """Poll until done (its message joins the task's reason); a failure runs the wait's failure actions on this
+    host (a hung server is stopped), then fails the task with the wait's message."""
+    from gpuhost.runner.wait import run_wait
+
+    start = time.monotonic()
+    outcome = run_wait(host, action)
+    if outcome.ok:
+        (host.parent or host).waited.append(f"{outcome.message} (after {seconds(time.monotonic() - start)})")
+        return
+    message = outcome.message
+    for step in (*outcome.actions, *action.on_failure):
+        try:
+            apply(host, step)
+        except GpuhostError as exc:
+            message += f" ({step.describe()} failed too: {exc})"
+    raise OperationFailed(message)
 
 
 _GUEST_POWER = re.compile(r"/(qemu|lxc)/(\d+)/status/(start|stop|reboot|shutdown|reset|resume)$")
@@ -106,11 +148,15 @@ def call(host: RunnerHost, action: PveCall) -> None:
         if action.digest is not None and target is not None and edit.is_modified_error(str(exc)):
             raise ConfigChanged(edit.config_file(*target), action.digest, "PVE: " + edit.MODIFIED) from None
         raise
+    out = host.parent or host
     if action.wait:
-        host.pve.wait_task(result)
+        outcome = host.pve.wait_task(result)
+        if outcome is not None and outcome.warnings:  # PVE counts WARNINGS: N a success (UPID.pm)
+            out.warnings.extend(f"PVE task {outcome.exitstatus}: {w}" for w in outcome.warnings)
+    out.warnings.extend(f"PVE: {w}" for w in host.pve.take_warnings())
     started = _GUEST_POWER.search(action.path)
     if started:  # a guest that started, stopped or rebooted: its old session (if any) is gone
-        host.guest(Guest("vm" if started.group(1) == "qemu" else "lxc", int(started.group(2)))).drop_connection()
+        host.guest(Guest("qemu" if started.group(1) == "qemu" else "lxc", int(started.group(2)))).drop_connection()
 
 
 def locked_edit(host: RunnerHost, action: EditGuestConfig) -> None:
@@ -196,10 +242,14 @@ def reboot(host: RunnerHost, action: RebootHost) -> None:
         raise OperationFailed(
             f"{host.name}: will not reboot through a {type(conn).__name__} (the machine gpuhost runs on, or a guest)"
         )
-    from gpuhost.runner.rolling import after_reboot, before_reboot
+    from gpuhost.pve.reboot_guard import after_reboot, before_reboot
 
+    if action.pending_from is not None and conn.await_pending_reboot(action.pending_from, action.timeout):
+        host.rebooted = True  # the reboot an earlier run asked for (its checks passed then) has happened
+        host.reboot_needed = None
+        return
     guard = before_reboot(host.conn, allow_serving=host.allow_reboot_serving)
-    conn.reboot(action.timeout)
+    conn.reboot(action.timeout, action.record)
     after_reboot(host.conn, guard)
     host.rebooted = True
     host.reboot_needed = None

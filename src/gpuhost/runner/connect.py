@@ -13,6 +13,7 @@ from gpuhost.secrets import read_secret
 
 if TYPE_CHECKING:
     from gpuhost.connection.ssh import SSHSettings
+    from gpuhost.inventory.loader import Inventory
     from gpuhost.pve.api import PveApi, TokenRoute
 
 T = TypeVar("T")
@@ -47,6 +48,7 @@ def ssh_settings(node: NodeSpec) -> SSHSettings:
     from gpuhost.connection.sshconfig import lookup, parse_jump
 
     s = node.ssh
+    _usable_keys(node)
     written = s.model_fields_set
     found = lookup(s.config_file, node.address, node.name)
     password = read_secret(f"{node.name}: ssh password", env=s.password_env, file=s.password_file)
@@ -100,6 +102,21 @@ def ssh_settings(node: NodeSpec) -> SSHSettings:
         keepalive_count=s.keepalive_count,
         command_timeout=s.command_timeout,
     )
+
+
+def _usable_keys(node: NodeSpec) -> None:
+    """The node's key files can be used (the commands that do not check the inventory's keys before connecting,
+    :func:`gpuhost.inventory.key_files.check_key_files`, learn it here, still before this node's connection)."""
+    from gpuhost.errors import InventoryError
+    from gpuhost.inventory.key_files import key_problem
+
+    for key, field in (
+        (node.ssh.key_file, "ssh.key_file"),
+        (node.ssh.jump and node.ssh.jump.key_file, "ssh.jump.key_file"),
+    ):
+        problem = key_problem(key) if key else None
+        if problem is not None:
+            raise InventoryError(f"{problem}: fix the key or the inventory", field=f"nodes.{node.name}.{field}")
 
 
 def open_vm_connection(name: str, vm: VMSpec) -> Connection:
@@ -158,8 +175,70 @@ def token_route(node: NodeSpec) -> TokenRoute | None:
     from gpuhost.pve.api import TokenRoute
 
     return TokenRoute(
-        url=api.url, token_id=api.token_id, token_secret=secret, ca_file=api.ca_file, verify_tls=api.verify_tls
+        url=api.url,
+        token_id=api.token_id,
+        token_secret=secret,
+        ca_file=api.ca_file,
+        verify_tls=api.verify_tls,
+        fingerprint=api.fingerprint,
     )
+
+
+def probe_api_certificates(inventory: Inventory, hosts: list[str]) -> None:
+    """``GET /version`` on each host's API token route before any change (``--check`` too): a certificate
+    that cannot be verified is a configuration error (exit 2) naming the fix, not a failure after the
+    host was already half provisioned. PVE's own CA signs pveproxy's certificate
+    (``/etc/pve/pve-root-ca.pem``, pve-cluster's ``PVE::CertHelpers``/``pvecm updatecerts``)."""
+    if not any(inventory.nodes[h].api is not None for h in hosts):
+        return  # nothing to ask (and the API client, requests with it, is not imported: ~50 ms of a run)
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gpuhost import yamlfile
+    from gpuhost.errors import InventoryError
+    from gpuhost.pve.api import ApiCertificateError, probe_version
+
+    def probe(host: str) -> ApiCertificateError | None:
+        node = inventory.nodes[host]
+        route = token_route(node)
+        if route is None or node.api is None or not node.api.verify_tls:
+            return None
+        try:
+            probe_version(route)
+        except ApiCertificateError as exc:
+            return exc
+        return None
+
+    # every host at once (a TLS handshake each, over a WAN for a remote fleet), the first failure in host order
+    with ThreadPoolExecutor(max_workers=max(1, min(16, len(hosts)))) as pool:
+        found = list(pool.map(probe, hosts))
+    for host, exc in zip(hosts, found, strict=True):
+        node = inventory.nodes[host]
+        if exc is not None and node.api is not None:  # probe() returns an error only for a host with an API
+            field = "ca_file" if node.api.ca_file else "fingerprint" if node.api.fingerprint else "url"
+            hint = (
+                f"the CA in api.ca_file ({node.api.ca_file}) did not sign it"
+                if node.api.ca_file
+                else f"its fingerprint is not api.fingerprint ({node.api.fingerprint})"
+                if node.api.fingerprint
+                else "no api.ca_file is set, so the system's CAs were used"
+            )
+            raise InventoryError(
+                f"{host}: the PVE API at {node.api.url} presented a certificate that could not be verified "
+                f"({hint}; {_ssl_reason(str(exc))}). Nothing was changed. Fix: copy the node's "
+                f"/etc/pve/pve-root-ca.pem next to the inventory and set nodes.{host}.api.ca_file to it "
+                f"(scp root@{node.address}:/etc/pve/pve-root-ca.pem .), or pin the certificate: set "
+                f"nodes.{host}.api.fingerprint to the SHA-256 fingerprint 'pvenode cert info' prints on the node",
+                file=str(inventory.path),
+                line=yamlfile.line_of(inventory.document, ["nodes", host, "api", field]),
+                field=f"nodes.{host}.api.{field}",
+            ) from None
+
+
+def _ssl_reason(text: str) -> str:
+    import re
+
+    m = re.search(r"certificate verify failed: ([^(')\]]+)", text)
+    return f"certificate verify failed: {m.group(1).strip()}" if m else "TLS verification failed"
 
 
 def read_fact(conn: Connection, fact: Fact[T], *args: Any) -> T:

@@ -55,6 +55,12 @@ class RunnerHost:
         self._closed_trips = 0
         #: stdout of the commands the current task ran (kept in its result, shown with -v)
         self.command_output: list[str] = []
+        #: and their stderr
+        self.command_errors: list[str] = []
+        #: what the waits of the current task ended with (its reason when it changed nothing else)
+        self.waited: list[str] = []
+        #: what PVE warned about during the task (a task ending ``WARNINGS: N``, pvesh's stderr)
+        self.warnings: list[str] = []
         self._run_lock: Held | None = None
 
     # -- the HostContext protocol -------------------------------------------------------------
@@ -86,6 +92,8 @@ class RunnerHost:
         return guest in root.restarts_needed
 
     def fact(self, fact: Fact[T], *args: Any) -> T:
+        if fact.live:
+            return self.read(fact, *args)
         key = (fact, *args)
         if key not in self._facts:
             raw = self._raw.pop(key, None)
@@ -96,6 +104,14 @@ class RunnerHost:
                 raise FactError(f"{self.name}: {exc}") from None
         return self._facts[key]  # type: ignore[no-any-return]
 
+    def read(self, fact: Fact[T], *args: Any) -> T:
+        """The fact read now, whatever the cache holds (a wait's next look, a live state)."""
+        result = self.conn.run(fact.command(*args), check=False)
+        try:
+            return fact.parse(result, *args)
+        except FactError as exc:
+            raise FactError(f"{self.name}: {exc}") from None
+
     def has_fact(self, key: tuple[Any, ...]) -> bool:
         return key in self._facts or key in self._raw
 
@@ -105,7 +121,7 @@ class RunnerHost:
 
     def guest(self, guest: Guest) -> RunnerHost:
         if guest not in self._guests:
-            if guest.kind == "vm":
+            if guest.kind == "qemu":
                 ctx = self._vm_guest(guest)
             else:
                 from gpuhost.connection.pct import PctConnection

@@ -28,11 +28,12 @@ class PendingHandlers:
         """The fact keys :meth:`load` will ask for (read ahead in the same batch as the tasks' facts)."""
         from gpuhost.facts import files
 
-        return [(files.content, PENDING_FILE)] if self.enabled else []
+        return [(files.content, PENDING_FILE)] if self.enabled and self.mine else []
 
     def load(self) -> set[str]:
-        """The names of this play's handlers left pending by an earlier run."""
-        if not self.enabled:
+        """The names of this play's handlers left pending by an earlier run (a play without handlers has none:
+        the record is not read, and :meth:`save` leaves it as it is)."""
+        if not self.enabled or not self.mine:
             return set()
         from gpuhost.facts import files
 

@@ -34,7 +34,7 @@ class HostTasks:
 def play_hosts(playbook: Playbook, inventory: Inventory, limit: str | None) -> list[PlayHosts]:
     from gpuhost.runner.prepare import play_host_names
 
-    allowed = set(inventory.select(limit)) if limit else None
+    allowed = set(inventory.select(limit)) if limit is not None else None
     out = []
     for play in playbook.plays:
         out.append(PlayHosts(play.name, play.hosts, play_host_names(play, inventory, allowed)))

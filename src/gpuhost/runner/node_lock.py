@@ -22,9 +22,17 @@ import shlex
 import socket
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from gpuhost.connection.base import Held
+from gpuhost.connection.remote_kill import REAP_REGISTRY, registry_path
 from gpuhost.errors import ConnectionFailed, GpuhostError
+
+if TYPE_CHECKING:
+    from gpuhost.connection.base import Connection
+    from gpuhost.inventory.models import NodeSpec
 
 LOCK_FILE = "/run/lock/gpuhost.lock"
 HOLDER_FILE = "/run/lock/gpuhost.holder"
@@ -32,16 +40,21 @@ HOLDER_FILE = "/run/lock/gpuhost.holder"
 DEFAULT_WAIT = 10.0
 BUSY = 75
 
-_SCRIPT = r"""
-l=$1 h=$2 wait=$3 me=$4
+_SCRIPT = (
+    REAP_REGISTRY
+    + r"""
+l=$1 h=$2 wait=$3 me=$4 reg=$5
 mkdir -p -- "$(dirname -- "$l")" || exit 1
 exec 9>>"$l" || exit 1
 if ! flock -w "$wait" 9; then printf 'busy\n'; cat -- "$h" 2>/dev/null; exit 75; fi
 printf '%s\n' "$me" > "$h"
+mkdir -p -- "$(dirname -- "$reg")" && : >>"$reg"
 printf 'locked\n'
 cat >/dev/null 9>&-
+reap_registry "$reg"
 rm -f -- "$h"
 """
+)
 
 _STARTED = time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
@@ -82,4 +95,29 @@ def take(name: str, held: Held | None, wait: float, grace: float) -> Held | None
 
 
 def command(wait: float) -> list[str]:
-    return ["sh", "-c", _SCRIPT, "gpuhost-lock", LOCK_FILE, HOLDER_FILE, f"{wait:g}", holder_record()]
+    """The holder shell: takes the lock, holds it while its stdin is open, then kills every command session this
+    run left (:mod:`gpuhost.connection.remote_kill`) and only then lets the lock go."""
+    return [
+        "sh",
+        "-c",
+        _SCRIPT,
+        "gpuhost-lock",
+        LOCK_FILE,
+        HOLDER_FILE,
+        f"{wait:g}",
+        holder_record(),
+        registry_path(),
+    ]
+
+
+@contextmanager
+def held_on(node: NodeSpec, conn: Connection, wait: float) -> Iterator[None]:
+    """The node's run lock held over ``conn`` while the block runs (for work outside a run, such as ``gpuhost serve
+    stop``): waits up to ``wait`` seconds for another run's lock, then raises :class:`NodeBusy`."""
+    grace = node.ssh.keepalive * node.ssh.keepalive_count
+    held = take(node.name, conn.hold(command(wait)), wait, grace)
+    try:
+        yield
+    finally:
+        if held is not None:
+            held.release()

@@ -10,11 +10,13 @@ pass then finds every fact cached (a change invalidates the cache, as before).
 from __future__ import annotations
 
 import io
+import shlex
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from gpuhost.core.facts import Fact
 from gpuhost.core.guest import Guest
+from gpuhost.core.operation import Operation
 from gpuhost.core.result import CommandResult
 from gpuhost.core.task import Task
 
@@ -24,6 +26,10 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 MAX_ROUNDS = 4
 _MARK = "@@gpuhost-fact@@"
+
+
+class LiveFact(Exception):
+    """The plan asks for a live fact: read when it is asked for, never ahead (planning of that task stops)."""
 
 
 class NeedFact(Exception):
@@ -57,6 +63,8 @@ class Recorder:
         return self.host.restart_pending(guest)
 
     def fact(self, fact: Fact[T], *args: Any) -> T:
+        if fact.live:
+            raise LiveFact(fact.name)
         key = (fact, *args)
         if not self.host.has_fact(key):
             raise NeedFact(self.host, key)
@@ -88,26 +96,32 @@ def batch_command(commands: list[str]) -> str:
 
 def parse_batch(commands: list[str], stdout: bytes) -> list[CommandResult | None]:
     """The results :func:`batch_command` printed, in the order of ``commands`` (None: not read)."""
-    out: list[CommandResult | None] = [None] * len(commands)
+    frames = _frames(len(commands), stdout)
+    return [None if f is None else _result(cmd, f) for cmd, f in zip(commands, frames, strict=True)]
+
+
+def _frames(n: int, stdout: bytes) -> list[tuple[int, bytes, bytes] | None]:
+    """Exit code, stdout and stderr bytes of each of the ``n`` commands :func:`batch_command` ran (None: not read)."""
+    out: list[tuple[int, bytes, bytes] | None] = [None] * n
     start = stdout.find(_MARK.encode() + b" ")
     if start < 0 or (start > 0 and stdout[start - 1 : start] != b"\n"):
         return out
-    lines = stdout[start:].split(b"\n", 1 + 2 * len(commands))
-    if len(lines) < 2 + 2 * len(commands):
+    lines = stdout[start:].split(b"\n", 1 + 2 * n)
+    if len(lines) < 2 + 2 * n:
         return out
     codes = lines[0].split()[1:]
     try:
-        sizes = [int(x) for x in lines[1 : 1 + 2 * len(commands)]]
+        sizes = [int(x) for x in lines[1 : 1 + 2 * n]]
     except ValueError:
         return out
     body, pos = lines[-1], 0
-    for i, cmd in enumerate(commands):
+    for i in range(n):
         o = body[pos : pos + sizes[2 * i]]
         pos += sizes[2 * i]
         e = body[pos : pos + sizes[2 * i + 1]]
         pos += sizes[2 * i + 1]
         if i < len(codes) and codes[i].isdigit() and pos <= len(body):
-            out[i] = CommandResult(cmd, int(codes[i]), o.decode(errors="replace"), e.decode(errors="replace"))
+            out[i] = (int(codes[i]), o, e)
     return out
 
 
@@ -118,6 +132,76 @@ def _fetch(host: RunnerHost, keys: list[tuple[Any, ...]]) -> None:
     for key, res in zip(keys, parse_batch(commands, sink.getvalue()), strict=True):
         if res is not None:
             host.store_result(key, res)
+
+
+def _nested_ctid(host: RunnerHost, target: RunnerHost) -> int | None:
+    """The container id when ``target`` is a container of ``host`` reached through ``pct exec`` over host's own
+    connection (its batch can then run inside host's batch, one round trip for both); else None."""
+    from gpuhost.connection.pct import PctConnection
+
+    if target.parent is not host:
+        return None
+    conn = target.conn  # a PctConnection is made without any I/O
+    return conn.ctid if isinstance(conn, PctConnection) and conn.node is host.conn else None
+
+
+def _fetch_round(host: RunnerHost, wanted: list[tuple[RunnerHost, list[tuple[Any, ...]]]]) -> None:
+    """One round's reads: host's own facts and those of its containers (each container's batch run inside host's
+    batch through ``pct exec``, see :func:`_nested_ctid`) in one command; any other target in its own."""
+    own: list[tuple[Any, ...]] = []
+    nested: list[tuple[RunnerHost, int, list[tuple[Any, ...]]]] = []
+    for target, keys in wanted:
+        ctid = None if target is host else _nested_ctid(host, target)
+        if target is host:
+            own += keys
+        elif ctid is not None:
+            nested.append((target, ctid, keys))
+        else:
+            _fetch(target, keys)
+    if not nested:
+        if own:
+            _fetch(host, own)
+        return
+    commands = [key[0].command(*key[1:]) for key in own]
+    inner = [[key[0].command(*key[1:]) for key in keys] for _t, _c, keys in nested]
+    commands += [
+        f"pct exec {ctid} -- sh -c {shlex.quote(batch_command(cmds))}"
+        for (_t, ctid, _k), cmds in zip(nested, inner, strict=True)
+    ]
+    sink = io.BytesIO()
+    host.conn.run(batch_command(commands), check=False, stdout_sink=sink)
+    frames = _frames(len(commands), sink.getvalue())
+    for key, cmd, frame in zip(own, commands, frames, strict=False):
+        if frame is not None:
+            host.store_result(key, _result(cmd, frame))
+    for (target, _ctid, keys), cmds, frame in zip(nested, inner, frames[len(own) :], strict=True):
+        found = _frames(len(cmds), frame[1]) if frame is not None else [None] * len(cmds)
+        for key, cmd, sub in zip(keys, cmds, found, strict=True):
+            if sub is not None:
+                target.store_result(key, _result(cmd, sub))
+
+
+def _result(command: str, frame: tuple[int, bytes, bytes]) -> CommandResult:
+    return CommandResult(command, frame[0], frame[1].decode(errors="replace"), frame[2].decode(errors="replace"))
+
+
+def _want(wanted: dict[int, tuple[RunnerHost, list[tuple[Any, ...]]]], need: NeedFact) -> None:
+    entry = wanted.setdefault(id(need.host), (need.host, []))
+    if need.key not in entry[1]:
+        entry[1].append(need.key)
+
+
+def _plan_ahead(op: Operation[Any], rec: Recorder, wanted: dict[int, tuple[RunnerHost, list[tuple[Any, ...]]]]) -> None:
+    """The facts behind the one the plan stopped at (:meth:`Operation.plan_ahead`), in the same round: only those
+    read in the host's own batch (its own, or a container's through ``pct exec`` inside it), where a read that does
+    not apply costs nothing; a guest with a connection of its own (a VM over SSH) may not be up to answer."""
+    try:
+        op.plan_ahead(rec)
+    except NeedFact as need:
+        if need.host is rec.host or _nested_ctid(rec.host, need.host) is not None:
+            _want(wanted, need)
+    except Exception:  # noqa: BLE001 - a guess that does not plan reads nothing more
+        return
 
 
 def prefetch(host: RunnerHost, tasks: list[Task], also: list[tuple[Any, ...]] | None = None) -> int:
@@ -132,16 +216,17 @@ def prefetch(host: RunnerHost, tasks: list[Task], also: list[tuple[Any, ...]] | 
             extra = []
         for task in planned:
             rec = Recorder(host)
+            op: Operation[Any] | None = None
             try:
-                task.operation_for(rec).plan(rec)
+                op = task.operation_for(rec)
+                op.plan(rec)
             except NeedFact as need:
-                entry = wanted.setdefault(id(need.host), (need.host, []))
-                if need.key not in entry[1]:
-                    entry[1].append(need.key)
-            except Exception:  # noqa: BLE001 - the real pass reports planning errors
+                _want(wanted, need)
+                if op is not None:
+                    _plan_ahead(op, rec, wanted)
+            except Exception:  # noqa: BLE001 - the real pass reports planning errors (and reads live facts)
                 continue
         if not wanted:
             return rounds - 1
-        for target, keys in wanted.values():
-            _fetch(target, keys)
+        _fetch_round(host, list(wanted.values()))
     return MAX_ROUNDS

@@ -96,14 +96,14 @@ def _layers(play: Play, inventory: Inventory, host: str, extra: Layer) -> list[L
     doc, path = inventory.document, str(inventory.path)
     layers = [Layer.from_yaml(values, path, doc, loc) for values, loc in inventory.var_sources(host)]
     spec = inventory.nodes[host]
+    # the node's guests reach the roles as the inventory validated them (typed, not rendered nor validated again)
     if spec.containers:
-        containers = {ctid: c.model_dump() for ctid, c in spec.containers.items()}
+        containers = dict(spec.containers)
         layers.append(
             Layer({"containers": containers}, {"containers": Origin(path, doc, ("nodes", host, "containers"))})
         )
     if spec.vms:
-        vms = {vmid: v.model_dump() for vmid, v in spec.vms.items()}
-        layers.append(Layer({"vms": vms}, {"vms": Origin(path, doc, ("nodes", host, "vms"))}))
+        layers.append(Layer({"vms": dict(spec.vms)}, {"vms": Origin(path, doc, ("nodes", host, "vms"))}))
     if inventory.serving.groups:
         # the variable's keys are the group names: its origin is serving.groups, so a path into it is the document's
         origin = Origin(path, doc, ("serving", "groups"))
@@ -141,8 +141,10 @@ def _prepare_host(play: Play, inventory: Inventory, host: str, extra: Layer, tem
     # roles also learn which node their variables are for (it is not a variable anyone sets)
     rendered = MergedVars({**variables, "inventory_hostname": host}, merged.origins)
     hp = HostPlay(vars=variables)
+    # a variable no file sets belongs in the inventory, not in the playbook that uses the role
+    missing_at = Origin(str(inventory.path), inventory.document, ("nodes", host))
     for ref in play.roles:
-        hp.roles.append(_role_run(ref, rendered, templates))
+        hp.roles.append(_role_run(ref, rendered, templates, missing_at))
     template_vars = {**variables, "inventory_hostname": host, "node": node}
     hp.tasks = [_build_task(spec, template_vars, templates) for spec in play.tasks]
     hp.handlers = [_build_task(spec, template_vars, templates) for spec in play.handlers]
@@ -150,21 +152,17 @@ def _prepare_host(play: Play, inventory: Inventory, host: str, extra: Layer, tem
     return hp
 
 
-def _role_run(ref: RoleRef, merged: MergedVars, templates: Templates) -> RoleRun:
+def _role_run(ref: RoleRef, merged: MergedVars, templates: Templates, missing_at: Origin) -> RoleRun:
     role_cls = get_role(ref.name)
     assert role_cls is not None  # the loader checked it
-    typed = validate_role_vars(role_cls.Vars, merged, role=ref.name, fallback=ref.origin or Origin("playbook"))
+    typed = validate_role_vars(role_cls.Vars, merged, role=ref.name, fallback=missing_at)
     role = role_cls()
     for name in role_cls.templates:
         try:
-            templates.check_file(name, set(merged.values) | RUNTIME_NAMES | _ROLE_PROVIDED)
+            templates.check_file(name, set(merged.values) | RUNTIME_NAMES | role_cls.template_vars)
         except TemplateError as exc:
             raise ConfigError(f"role {ref.name}: {exc}") from None
     return RoleRun(role, typed, [h.in_role(ref.name) for h in role.handlers(typed)])
-
-
-#: Variables roles pass to their own templates (TemplateArgs.vars).
-_ROLE_PROVIDED = frozenset({"vfio_ids", "sglang", "smg"})
 
 
 def read_secrets(inventory: Inventory, host: str) -> None:
@@ -200,7 +198,7 @@ def prepare(
     playbook: Playbook, inventory: Inventory, *, limit: str | None, extra: Layer, templates: Templates
 ) -> list[PreparedPlay]:
     """Check the whole run against the inventory; raises a ConfigError (exit 2) before any host is contacted."""
-    allowed = set(inventory.select(limit)) if limit else None
+    allowed = set(inventory.select(limit)) if limit is not None else None
     prepared: list[PreparedPlay] = []
     secrets_read: set[str] = set()
     for play in playbook.plays:

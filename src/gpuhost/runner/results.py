@@ -28,6 +28,15 @@ def shown_path(path: str | Path) -> str:
         return str(p)
 
 
+def _iso(epoch: float | None) -> str | None:
+    """UTC, to the millisecond: ``2026-12-01T19:40:05.123Z``."""
+    if epoch is None:
+        return None
+    import time
+
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(epoch)) + f".{int(epoch % 1 * 1000):03d}Z"
+
+
 @dataclass(frozen=True)
 class TaskResult:
     host: str
@@ -43,6 +52,12 @@ class TaskResult:
     role: str | None = None
     #: what the task's commands printed on stdout (a ``command`` task's output)
     stdout: str = ""
+    #: what PVE warned about (a task that ended ``WARNINGS: N``, pvesh's stderr lines)
+    warnings: tuple[str, ...] = ()
+    #: what they printed on stderr (a failed command's tail included)
+    stderr: str = ""
+    #: when the task began (seconds since the epoch, this machine's clock)
+    started_at: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -58,6 +73,9 @@ class TaskResult:
             "diff": redact(self.diff),
             "error": redact(self.error) if self.error else None,
             "stdout": redact(self.stdout),
+            "warnings": [redact(w) for w in self.warnings],
+            "stderr": redact(self.stderr),
+            "started_at": _iso(self.started_at),
             "duration_s": round(self.duration, 4),
         }
 
@@ -73,12 +91,23 @@ class HostSummary:
     rebooted: bool = False
     restart_required: list[int] = field(default_factory=list)
     round_trips: int = 0  # remote commands run for the host and its guests
+    #: the guests of ``restart_required`` as the recap names them (``CT 200``, ``VM 110``); not in the JSON
+    restart_guests: list[str] = field(default_factory=list)
+    #: its plan was refused as unsafe for what the host runs (an exit-2 error before any task): not in the JSON
+    refused: bool = False
+    #: the state read at the end of its run (:attr:`RunOptions.snapshot`), None when not asked or not reached;
+    #: not in the JSON
+    snapshot: dict[str, str] | None = None
 
     def count(self, status: Status) -> None:
         setattr(self, status, getattr(self, status) + 1)
 
     def to_json(self) -> dict[str, Any]:
-        return {**self.__dict__, "restart_required": sorted(self.restart_required)}
+        out = {**self.__dict__, "restart_required": sorted(self.restart_required)}
+        del out["restart_guests"]
+        del out["refused"]
+        del out["snapshot"]
+        return out
 
 
 @dataclass
@@ -97,7 +126,12 @@ class RunReport:
 
     @property
     def exit_code(self) -> int:
-        return 1 if self.failed else 0
+        """0 ok; 2 when every host that failed was refused before any task ran (bad input for what the host runs:
+        nothing changed); 1 otherwise."""
+        if not self.failed:
+            return 0
+        bad = [h for h in self.hosts.values() if h.failed or h.unreachable]
+        return 2 if all(h.refused and not h.unreachable for h in bad) else 1
 
     def to_json(self) -> dict[str, Any]:
         return {

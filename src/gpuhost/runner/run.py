@@ -12,11 +12,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpuhost.connection.base import Connection
+from gpuhost.connection.base import Connection, Rebootable
 from gpuhost.core.actions import InGuest, RebootHost, RestartGuest, RestartService
 from gpuhost.core.operation import SkipTask
+from gpuhost.core.progress import report as progress
+from gpuhost.core.progress import task_started
 from gpuhost.core.task import Task
-from gpuhost.errors import ConnectionFailed, GpuhostError
+from gpuhost.errors import ConnectionFailed, GpuConflict, GpuhostError, UsageError
 from gpuhost.inventory.loader import Inventory
 from gpuhost.inventory.models import NodeSpec
 from gpuhost.playbook.models import Playbook
@@ -25,11 +27,13 @@ from gpuhost.runner.apply import apply_plan
 from gpuhost.runner.connect import open_connection
 from gpuhost.runner.context import RunnerHost
 from gpuhost.runner.handler_state import PendingHandlers
+from gpuhost.runner.interrupt import Interrupted, signals_stop_the_run
 from gpuhost.runner.node_lock import DEFAULT_WAIT
 from gpuhost.runner.prefetch import prefetch
 from gpuhost.runner.prepare import HostPlay, PreparedPlay, prepare
 from gpuhost.runner.results import HostSummary, RunReport, Status, TaskResult
-from gpuhost.runner.serial import batches
+from gpuhost.runner.serial import batch_stops, batches
+from gpuhost.runner.wait import interruptible
 from gpuhost.templating import Templates
 
 
@@ -56,7 +60,14 @@ class RunOptions:
     serial: int | None = None
     #: nodes that may reboot although they serve a model (``--reboot-serving``)
     reboot_serving: frozenset[str] = frozenset()
+    #: a batch whose failed hosts exceed this share (percent) stops the run (``--max-fail-percentage``); without
+    #: it only a batch whose every host failed does, as in Ansible
+    max_fail_percentage: int | None = None
     connect: Callable[[NodeSpec], Connection] = open_connection
+    #: a fact each host's state is read with at the end of its run, when every task of it succeeded (the
+    #: provision commands' ``--drift`` baseline): (fact, *args) for a host's name. It is read ahead with the first
+    #: batch, so a run that changes nothing pays no round trip for it; a change reads it again at the end.
+    snapshot: Callable[[str], tuple[Any, ...]] | None = None
 
     def extra_layer(self) -> Layer:
         origins = {k: self.extra_origins.get(k, Origin("-e")) for k in self.extra_vars}
@@ -74,6 +85,19 @@ def _internal(exc: BaseException) -> str:
     frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
     where = f" at {frame.filename.rsplit('/', 1)[-1]}:{frame.lineno}" if frame else ""
     return f"internal error: {type(exc).__name__}: {exc}{where}"
+
+
+def _with_serving_note(ctx: RunnerHost, actions: list[Any], reason: str) -> str:
+    """A reboot that is only planned (``--check``, or no ``--allow-reboot``) says whether the node serves a model
+    and so needs ``--reboot-serving`` (the probe only reads the process table)."""
+    if ctx.parent is not None or not any(isinstance(a, RebootHost) for a in actions):
+        return reason
+    if not isinstance(ctx.conn, Rebootable):  # the machine gpuhost runs on, or a guest: never rebooted by gpuhost
+        return reason
+    from gpuhost.pve.reboot_guard import check_mode_note
+
+    note = check_mode_note(ctx.conn, ctx.allow_reboot_serving)
+    return f"{reason}; {note}" if note else reason
 
 
 class _HostRun:
@@ -98,6 +122,12 @@ class _HostRun:
         self.kept: set[str] = set()  # handlers refused for want of consent: still pending on the node
         #: one flag per host, shared by its plays: whether ``--start-at-task`` has been reached
         self.reached: list[bool] = [opts.start_at_task is None]
+        #: the signal that interrupted the run, once one did (shared by every host of the run)
+        self.stopping: list[str] = []
+        #: the host's tasks of the later plays: their facts are read ahead with this play's
+        self.ahead: list[Task] = []
+        #: fact keys the runner itself reads for this host (the snapshot), read ahead with the tasks' facts
+        self.also: list[tuple[Any, ...]] = []
 
     def _decide(self, plan_actions: list[Any]) -> tuple[Status, str] | None:
         """A consent the operator did not give turns the task into 'skipped', recorded for the recap."""
@@ -131,10 +161,14 @@ class _HostRun:
 
     def task(self, task: Task, *, handler: bool = False) -> TaskResult:
         ctx = self.ctx
-        start = time.monotonic()
+        start, started_at = time.monotonic(), time.time()
+        task_started(ctx.name, task.name)  # a live line (and `still` lines in logs) until the result
         status: Status = "ok"
         reason, diff, error = "", "", None
         ctx.command_output = []
+        ctx.command_errors = []
+        ctx.waited = []
+        ctx.warnings = []
         try:
             operation = task.operation_for(ctx)
             for attempt in (1, 2):
@@ -145,28 +179,39 @@ class _HostRun:
                     ctx.restarts_needed.update(plan.waiting)
                 refused = self._decide(plan.actions) if plan.changes else None
                 self.refused = refused is not None
-                if not plan.changes:
+                if not plan.changes and not plan.waits:
                     status = "ok"
                 elif refused is not None:
                     status, reason = refused
-                elif ctx.check:
-                    status = "changed"
-                elif attempt == 1 and self.lock():
+                    reason = _with_serving_note(ctx, plan.actions, reason)
+                elif ctx.check:  # a wait is only described: nothing is polled in check mode
+                    status = "changed" if plan.changes else "skipped"
+                    said = "; ".join(f"would {w.describe()}" for w in plan.waits)
+                    if not plan.changes:
+                        reason = f"check mode: {said}"
+                    elif said:
+                        reason = f"{reason}; then {said}"
+                    reason = _with_serving_note(ctx, plan.actions, reason)
+                elif attempt == 1 and plan.changes and self.lock():
                     continue  # the node was read before this run held its lock: read it again
                 else:
                     plan = apply_plan(ctx, plan, lambda: operation.plan(ctx))
                     reason, diff = plan.reason, plan.diff
+                    if not plan.changes and ctx.waited:
+                        reason = "; ".join(ctx.waited)
                     status = "changed" if plan.changes else "ok"
                 break
         except SkipTask as exc:
             status, reason = "skipped", exc.reason
         except ConnectionFailed as exc:
             status, error = "failed", str(exc)
-            self.summary.unreachable = True
+            self.summary.unreachable = not self.stopping  # closed by the run's own interruption: not the host
         except GpuhostError as exc:
             status, error = "failed", str(exc)
         except Exception as exc:  # noqa: BLE001 - one host's bug must not end the others' run
             status, error = "failed", _internal(exc)
+        if status == "failed" and self.stopping:
+            error = _stop(self.stopping[0])
         result = TaskResult(
             host=ctx.name,
             play=self.play,
@@ -180,6 +225,9 @@ class _HostRun:
             handler=handler,
             role=task.role,
             stdout="".join(ctx.command_output),
+            warnings=tuple(dict.fromkeys(ctx.warnings)),
+            stderr="".join(e if e.endswith("\n") or not e else e + "\n" for e in ctx.command_errors),
+            started_at=started_at,
         )
         self.summary.count(result.status)
         self.emit(result)
@@ -187,10 +235,14 @@ class _HostRun:
 
     def run(self, tasks: list[Task], handlers: list[Task]) -> bool:
         """Run tasks, then notified handlers once each; False when the host failed. Notified handlers are
-        recorded on the node until they ran, and those an earlier run left pending are notified again."""
+        recorded on the node until they ran, and those an earlier run left pending are notified again.
+        The facts of :attr:`ahead` (the host's tasks of the later plays) are read in the same batches: a change
+        invalidates every fact read, so they are read again if this play changes the host."""
         self.pending = PendingHandlers(self.ctx, {h.name for h in handlers})
+        mine = [t for t in tasks if t.is_flush or _selected(t, self.opts)]
+        later = [t for t in self.ahead if not t.is_flush and _selected(t, self.opts)]
         try:
-            prefetch(self.ctx, [t for t in tasks if t.is_flush or _selected(t, self.opts)], self.pending.reads())
+            prefetch(self.ctx, mine + later, [*self.pending.reads(), *self.also])
         except GpuhostError:
             pass  # reading ahead is an optimisation: the task that needs the fact reports the problem
         self.loaded = self.pending.load()
@@ -200,6 +252,8 @@ class _HostRun:
                 if not self.flush(handlers):
                     return False
                 continue
+            if self.stopping:
+                return False
             if not self.reached[0]:
                 if task.name != self.opts.start_at_task:
                     continue
@@ -241,18 +295,70 @@ def _expand(hp: HostPlay, ctx: RunnerHost) -> tuple[list[Task], list[Task]]:
     return tasks + hp.tasks, handlers
 
 
+def _ahead(plays: list[PreparedPlay], after: PreparedPlay, name: str, ctx: RunnerHost) -> list[Task]:
+    """The host's tasks in the plays after ``after``, as far as they can be expanded from the facts read so far
+    (reading ahead is an optimisation: a play whose roles cannot be expanded yet is left out)."""
+    out: list[Task] = []
+    for later in plays[plays.index(after) + 1 :]:
+        hp = later.hosts.get(name)
+        if hp is None:
+            continue
+        try:
+            out += _expand(hp, ctx)[0]
+        except Exception:  # noqa: BLE001 - that play expands (and reports) its roles itself when it runs
+            continue
+    return out
+
+
 def run_playbook(playbook: Playbook, inventory: Inventory, opts: RunOptions | None = None) -> RunReport:
     """Check everything, then run every play; a host that fails is dropped from the rest of the run."""
     opts = opts or RunOptions()
     templates = Templates([playbook.directory / "templates", playbook.directory.parent / "templates"])
     plays = prepare(playbook, inventory, limit=opts.limit, extra=opts.extra_layer(), templates=templates)
+    check_reboot_serving(opts.reboot_serving, [h for p in plays for h in p.hosts])
     if opts.start_at_task is not None:
         from gpuhost.runner.start_at import check_start_at_task
 
         check_start_at_task(playbook, opts.start_at_task)
+    if opts.limit and not any(p.hosts for p in plays):
+        hosts = ", ".join(dict.fromkeys(p.play.hosts for p in plays)) or "none"
+        raise UsageError(f"--limit '{opts.limit}' selects no host of the playbook's plays (hosts: {hosts})")
+    if opts.connect is open_connection:  # real hosts: their keys and their API's certificate, before any change
+        from gpuhost.inventory.key_files import check_key_files
+        from gpuhost.runner.connect import probe_api_certificates
+
+        check_key_files(inventory, list(dict.fromkeys(h for p in plays for h in p.hosts)))
+        probe_api_certificates(inventory, list(dict.fromkeys(h for p in plays for h in p.hosts)))
     if opts.on_start is not None:
         opts.on_start(list(dict.fromkeys(h for p in plays for h in p.hosts)))
     return execute(playbook, inventory, plays, opts, templates)
+
+
+def _stop(signal_name: str) -> str:
+    return (
+        f"interrupted by {signal_name}: the run stopped before it finished on this host (its remote commands were "
+        "stopped, its run lock let go); rerun to converge"
+    )
+
+
+def _mark_interrupted(report: RunReport, signal_name: str, emit: Callable[[TaskResult], None]) -> None:
+    """Every host the signal caught before it failed: one failed result saying so (the recap's exit 1)."""
+    noted = {r.host for r in report.results if r.error == _stop(signal_name)}
+    for name, summary in report.hosts.items():
+        if name not in noted and not (summary.failed or summary.unreachable):
+            emit(TaskResult(name, "", "run", "runner", "failed", "", 0.0, error=_stop(signal_name)))
+            summary.count("failed")
+
+
+def check_reboot_serving(named: frozenset[str], selected: list[str]) -> None:
+    """``--reboot-serving NODE`` names a node this run works on; anything else is a mistyped consent (exit 2)."""
+    stray = sorted(n for n in named if n not in selected)
+    if stray:
+        shown = ", ".join(dict.fromkeys(selected)) or "none"
+        raise UsageError(
+            f"--reboot-serving {', '.join(stray)}: not a node this run works on (its nodes: {shown}); name a node "
+            "of the inventory that the playbook and --limit select"
+        )
 
 
 def execute(
@@ -271,6 +377,8 @@ def execute(
             if opts.on_result:
                 opts.on_result(result)
 
+    last_play = {name: prepared for prepared in plays for name in prepared.hosts}
+
     def one(prepared: PreparedPlay, name: str) -> bool:
         summary = report.hosts.setdefault(name, HostSummary())
         hp = prepared.hosts[name]
@@ -285,18 +393,35 @@ def execute(
         consent = (opts.allow_reboot or node.allow_reboot, opts.allow_restart or node.allow_restart)
         runner = _HostRun(ctx, prepared.play.name, summary, opts, consent, emit)
         runner.reached = reached.setdefault(name, runner.reached)
+        runner.stopping = stopped
         try:
             try:
                 tasks, handlers = _expand(hp, ctx)
             except GpuhostError as exc:
                 summary.unreachable = summary.unreachable or isinstance(exc, ConnectionFailed)
+                summary.refused = summary.refused or isinstance(exc, GpuConflict)
                 runner.emit(
                     TaskResult(name, prepared.play.name, "prepare roles", "facts", "failed", "", 0.0, error=str(exc))
                 )
                 summary.count("failed")
                 return False
-            return runner.run(tasks, handlers)
+            runner.ahead = _ahead(plays, prepared, name, ctx)
+            snapshot = opts.snapshot(name) if opts.snapshot is not None and not opts.check else None
+            runner.also = [snapshot] if snapshot is not None else []
+            ok = runner.run(tasks, handlers)
+            if ok and snapshot is not None and prepared is last_play.get(name) and not stopped:
+                try:
+                    summary.snapshot = ctx.fact(*snapshot)
+                except GpuhostError:
+                    pass  # not recorded: the caller says so (the run itself succeeded)
+            return ok
         except Exception as exc:  # noqa: BLE001 - the recap and --json always print
+            if stopped:  # its connection was closed because the run was interrupted
+                summary.count("failed")
+                runner.emit(
+                    TaskResult(name, prepared.play.name, "run", "runner", "failed", "", 0.0, error=_stop(stopped[0]))
+                )
+                return False
             lost = isinstance(exc, ConnectionFailed)
             summary.unreachable = summary.unreachable or lost
             error = str(exc) if isinstance(exc, GpuhostError) else _internal(exc)
@@ -306,21 +431,85 @@ def execute(
         finally:
             summary.reboot_required = ctx.reboot_needed is not None
             summary.restart_required = sorted(g.id for g in ctx.restarts_needed)
+            summary.restart_guests = [str(g) for g in sorted(ctx.restarts_needed, key=lambda g: (g.id, g.kind))]
             summary.rebooted = summary.rebooted or ctx.rebooted
             summary.round_trips = ctx.total_round_trips()
 
+    stopped: list[str] = []  # the signal that interrupted the run (runner.interrupt)
     try:
-        for prepared in plays:
-            hosts = [h for h in prepared.hosts if h not in dead]
-            for name in hosts:
-                report.hosts.setdefault(name, HostSummary())
-            for batch in batches(hosts, opts.serial or prepared.play.serial):
-                with ThreadPoolExecutor(max_workers=max(1, opts.forks)) as pool:
-                    for name, ok in zip(batch, pool.map(lambda h, p=prepared: one(p, h), batch), strict=False):
-                        if not ok:
-                            dead.add(name)
+        # Ctrl-C or SIGTERM: every wait ends at its next tick (interruptible), and the run stops with an end
+        # event and a recap (signals_stop_the_run raises Interrupted)
+        with signals_stop_the_run(), interruptible():
+            _run_plays(
+                plays, report, dead, one, opts, emit, on_interrupt=lambda exc: _close_all(exc, stopped, contexts)
+            )
+    except Interrupted as exc:
+        if not stopped:
+            stopped.append(exc.signal_name)
     finally:
         for ctx in contexts.values():
             ctx.close()
+    if stopped:
+        _mark_interrupted(report, stopped[0], emit)
     report.duration = time.monotonic() - start
+    failed = any(s.failed or s.unreachable for s in report.hosts.values())
+    if opts.start_at_task is not None and reached and not failed and not any(f[0] for f in reached.values()):
+        raise UsageError(
+            f"--start-at-task '{opts.start_at_task}': no task of that name in this run, so nothing ran "
+            "(gpuhost run --list-tasks shows the names)"
+        )
     return report
+
+
+def _close_all(exc: Interrupted, stopped: list[str], contexts: dict[str, RunnerHost]) -> None:
+    """An interrupted run: its signal noted, every host's connection closed (the hosts' commands end with their
+    sessions; the workers fail fast)."""
+    stopped.append(exc.signal_name)
+    for ctx in list(contexts.values()):
+        ctx.close()
+
+
+def _run_plays(
+    plays: list[PreparedPlay],
+    report: RunReport,
+    dead: set[str],
+    one: Callable[[PreparedPlay, str], bool],
+    opts: RunOptions,
+    emit: Callable[[TaskResult], None],
+    *,
+    on_interrupt: Callable[[Interrupted], None],
+) -> None:
+    """Every play, its hosts batch after batch, a batch's hosts in parallel; a failed host is dropped. A failed
+    batch (:func:`gpuhost.runner.serial.batch_stops`) ends the run: the hosts after it are reported not run."""
+    for prepared in plays:
+        hosts = [h for h in prepared.hosts if h not in dead]
+        for name in hosts:
+            report.hosts.setdefault(name, HostSummary())
+        groups = batches(hosts, opts.serial or prepared.play.serial)
+        for number, batch in enumerate(groups, start=1):
+            if len(groups) > 1:
+                for name in batch:
+                    progress(name, "serial", f"batch {number} of {len(groups)}")
+            pool = ThreadPoolExecutor(max_workers=max(1, opts.forks))
+            try:
+                failed = [
+                    name
+                    for name, ok in zip(batch, pool.map(lambda h, p=prepared: one(p, h), batch), strict=False)
+                    if not ok
+                ]
+            except Interrupted as exc:
+                on_interrupt(exc)
+                raise
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
+            dead.update(failed)
+            why = batch_stops(len(batch), len(failed), opts.max_fail_percentage)
+            if why is not None and number < len(groups):
+                reason = (
+                    f"not run: batch {number} of {len(groups)} failed ({', '.join(failed)}: {why}); a rolling run "
+                    "stops after a failed batch"
+                )
+                for name in (h for g in groups[number:] for h in g):
+                    report.hosts[name].count("skipped")
+                    emit(TaskResult(name, prepared.play.name, "rolling run stopped", "serial", "skipped", reason, 0.0))
+                return

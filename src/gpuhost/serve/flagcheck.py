@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from gpuhost.checks import Finding, Level, check
+from gpuhost.serve.argtypes import type_error
 from gpuhost.serve.flagtable import (
     FlagArg,
     FlagTable,
@@ -34,6 +35,17 @@ def _first_deprecated(flag: str, version: str) -> str | None:
     return first
 
 
+#: ``sglang serve`` takes the backend selector out of argv before ServerArgs parses the rest (sglang 0.5.23
+#: ``cli/serve.py:30-58``, ``_extract_model_type_override``; exact spelling only, no abbreviation; its values are
+#: checked by the backend registry, which installed entry points extend, so any non-empty value passes here)
+SERVE_FRONT_END_FLAG = "--model-type"
+
+
+def _serve_front_end(profile: Profile) -> bool:
+    entry = profile.entrypoint
+    return len(entry) >= 2 and entry[-1] == "serve" and entry[-2].rsplit("/", 1)[-1] == "sglang"
+
+
 def _type_error(arg: FlagArg, value: Any) -> str | None:
     if isinstance(value, bool):
         return f"needs a {arg.type or 'value'}, got a switch ({value})"
@@ -47,7 +59,7 @@ def _type_error(arg: FlagArg, value: Any) -> str | None:
             json.loads(text)
     except ValueError:
         return f"invalid {arg.type} value: '{text}'"
-    return None
+    return type_error(arg.type, text)
 
 
 def _values(value: FlagValue) -> list[Any]:
@@ -106,6 +118,18 @@ def check_flags(profile: Profile, table: FlagTable | None = None) -> list[Findin
     out: list[Finding] = []
     for flag, value in profile.flags.items():
         name = flag.split("=", 1)[0]
+        if name == SERVE_FRONT_END_FLAG and _serve_front_end(profile):
+            if isinstance(value, bool) or not str(value):
+                out.append(
+                    _finding(
+                        Level.FAIL,
+                        subject,
+                        f"{name} needs a value (the serving backend: auto, or an installed one)",
+                        "sglang serve raises 'Error: --model-type requires a value.'",
+                        "write --model-type: auto, or drop it",
+                    )
+                )
+            continue
         res = resolve(table, name)
         if res.match is Match.UNKNOWN:
             gone = removed_in(name, version)

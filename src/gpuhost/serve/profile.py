@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from gpuhost import yamlfile
 from gpuhost.errors import ConfigError
+from gpuhost.inventory.names import env_key, safe_name, single_line
 
 #: A flag's value in a profile: ``true`` means a bare switch; a list repeats the flag's values (nargs="+").
 FlagValue = bool | int | float | str | list[str | int | float]
@@ -70,6 +71,18 @@ class Profile(BaseModel):
     sources: list[str] = Field(default_factory=list)
     multinode: MultiNode | None = Field(None, description="tensor parallelism across nodes (None: one node)")
 
+    @field_validator("name", "fallback_of")
+    @classmethod
+    def _safe_name(cls, v: str | None) -> str | None:
+        return None if v is None else safe_name(v, "profile name")
+
+    @field_validator("env")
+    @classmethod
+    def _env(cls, env: dict[str, str]) -> dict[str, str]:
+        for key, value in env.items():
+            single_line(value, f"value of {env_key(key)}")
+        return env
+
     @field_validator("flags")
     @classmethod
     def _flag_names(cls, flags: dict[str, FlagValue]) -> dict[str, FlagValue]:
@@ -94,7 +107,22 @@ class Profile(BaseModel):
         return status
 
 
+#: profiles parsed per file, keyed by its path and exact content: a launch asks for them several times per
+#: container and play (about 3 ms a file to parse and validate), and a changed file is parsed again
+_PARSED: dict[tuple[str, bytes], list[Profile]] = {}
+
+
 def _from_file(path: Path) -> list[Profile]:
+    try:
+        key = (str(path), path.read_bytes())
+    except OSError:
+        return _parse_file(path)  # the loader names the problem
+    if key not in _PARSED:
+        _PARSED[key] = _parse_file(path)
+    return list(_PARSED[key])
+
+
+def _parse_file(path: Path) -> list[Profile]:
     data = yamlfile.load(path)
     if data is None:
         return []
@@ -154,3 +182,12 @@ def profile_summary(p: Profile) -> dict[str, Any]:
         "architectures": p.architectures,
         "tp_size": p.tp_size,
     }
+
+
+def served_model_name(profile: Profile, model: str | None = None) -> str:
+    """The model id clients (and smg, which routes by it) must name: ``--served-model-name``, else the model path
+    the server was started with, as SGLang defaults it (sglang 0.5.23 ``arg_groups/serving_hook.py:642``:
+    ``served_model_name = model_path`` when unset). Never ``default``: smg 1.13.0 answers 404 ``model_not_found``
+    for a model no worker serves (observed on loopback)."""
+    name = profile.flags.get("--served-model-name")
+    return str(name) if name else (model or profile.model)

@@ -247,6 +247,36 @@ def dsa_backend(p: Profile, t: TargetFacts) -> list[Finding]:
 
 
 @rule(
+    "serve.rule.dsa-kv-dtype-sm120",
+    title="GLM DSA on SM120 needs the fp8_e4m3 KV cache",
+    reason="SGLang >=0.5.17 picks the only DSA backend that runs on SM120 (flashinfer_sparse_mla) for GLM DSA when "
+    "the KV cache is fp8_e4m3 and nothing else (arg_groups/overrides.py:637-675); BF16 (or fp8_e5m2) falls "
+    "through to flashmla_sparse/trtllm, SM90/SM100 kernels, and naming flashinfer_sparse_mla then raises "
+    "'flashinfer_sparse_mla supports only GLM DSA with FP8 KV cache on NVIDIA SM120/SM121'.",
+    source="sglang 0.5.23 arg_groups/overrides.py:601-675 (_dsa_split_backend_resolution), "
+    "kernels/ops/attention/flash_mla_sm120.py:690-700",
+    fix="Set --kv-cache-dtype fp8_e4m3 (or leave it auto, which resolves to it on SM120).",
+)
+def dsa_kv_dtype(p: Profile, t: TargetFacts) -> list[Finding]:
+    if p.model_type != "glm_moe_dsa" or not is_sm12x(t) or not at_least(p.pins.sglang, "0.5.17"):
+        return []
+    kv = kv_dtype(p, t)
+    if kv == "fp8_e4m3":
+        return []
+    return [
+        _f(
+            Level.FAIL,
+            "serve.rule.dsa-kv-dtype-sm120",
+            p,
+            f"--kv-cache-dtype {kv} with GLM DSA on SM120",
+            "SGLang resolves the DSA backends to flashmla_sparse/trtllm, which do not run on SM120, or refuses "
+            "flashinfer_sparse_mla without fp8_e4m3 KV",
+            "use --kv-cache-dtype fp8_e4m3 (or auto)",
+        )
+    ]
+
+
+@rule(
     "serve.rule.fp8-kv-backend",
     title="FP8 KV cache only with a backend that supports it",
     reason="On DSA models FP8 KV needs the DSA path: dense triton asserts on FP8 NSA KV, flashinfer MLA + FP8 KV "

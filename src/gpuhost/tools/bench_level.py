@@ -7,8 +7,13 @@ together, and prints ``{"t0": ..., "t1": ..., "rc": ..., "output": ..., "jsonl":
 (``time.time()``) just before the client started and just after it ended, its exit status, what it printed and
 the JSONL it wrote. The API key, if any, is read from the env file's ``SGLANG_API_KEY=`` line and handed to the
 client as ``OPENAI_API_KEY`` (how SGLang's client sends it), never on a command line. ``HF_HUB_OFFLINE=1``: the
-dataset and tokenizer must be local. Stdlib only.
+dataset and tokenizer must be local; the server's ``HF_HUB_CACHE`` (the env file's line, set when the model was
+downloaded to a cache of the operator's choosing) is the client's too: SGLang's client loads the tokenizer with
+``AutoTokenizer.from_pretrained`` (sglang 0.5.23 ``benchmark/utils.py:44-62``), which looks only in the default
+cache unless ``HF_HUB_CACHE`` says otherwise. Stdlib only.
 """
+
+from __future__ import annotations
 
 import argparse
 import json
@@ -18,24 +23,41 @@ import sys
 import time
 
 
-def api_key(env_file):
+def env_values(env_file: str | None) -> dict[str, str]:
+    """``{NAME: value}`` of the env file's ``NAME=value`` lines (quotes around a value removed)."""
+    out: dict[str, str] = {}
     if not env_file:
-        return None
+        return out
     try:
         with open(env_file) as fh:
             for line in fh:
                 key, sep, value = line.strip().partition("=")
-                if sep and key.strip() == "SGLANG_API_KEY":
+                if sep and key.strip() and not key.lstrip().startswith("#"):
                     value = value.strip()
                     if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
                         value = value[1:-1]
-                    return value or None
+                    out[key.strip()] = value
     except OSError:
-        return None
-    return None
+        return {}
+    return out
 
 
-def main(argv):
+def api_key(env_file: str | None) -> str | None:
+    return env_values(env_file).get("SGLANG_API_KEY") or None
+
+
+def client_env(base: dict[str, str], env_file: str | None) -> dict[str, str]:
+    """The client's environment: ``base``, offline, the server's HF cache and its API key as ``OPENAI_API_KEY``."""
+    values = env_values(env_file)
+    env = dict(base, HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
+    if values.get("HF_HUB_CACHE"):
+        env["HF_HUB_CACHE"] = values["HF_HUB_CACHE"]
+    if values.get("SGLANG_API_KEY"):
+        env["OPENAI_API_KEY"] = values["SGLANG_API_KEY"]
+    return env
+
+
+def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--python", required=True)
     ap.add_argument("--module", required=True)
@@ -45,10 +67,7 @@ def main(argv):
     args = ap.parse_args(argv)
     client = args.client[1:] if args.client[:1] == ["--"] else args.client
     out_file = os.path.abspath("level.jsonl")
-    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONUNBUFFERED="1")
-    key = api_key(args.env_file)
-    if key:
-        env["OPENAI_API_KEY"] = key
+    env = client_env(dict(os.environ), args.env_file)
     cmd = [args.python, "-m", args.module, *client, "--output-file", out_file]
     t0 = time.time()
     try:

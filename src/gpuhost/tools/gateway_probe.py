@@ -12,28 +12,28 @@ The API key (the gateway's and the replicas') is read from the env file's ``SMG_
 command line.
 """
 
+from __future__ import annotations
+
 import json
 import re
 import sys
 import urllib.error
 import urllib.request
+from typing import Any
+
+from gpuhost.tools.envfile import env_lines
 
 
-def api_key(env_file):
-    if not env_file:
-        return None
-    try:
-        with open(env_file) as fh:
-            for line in fh:
-                key, sep, value = line.strip().partition("=")
-                if sep and key == "SMG_API_KEY":
-                    return value
-    except OSError:
-        return None
+def api_key(env_file: str | None) -> str | None:
+    for key, value in env_lines(env_file):
+        if key == "SMG_API_KEY":
+            return value
     return None
 
 
-def call(url, key, method="GET", body=None, timeout=30.0):
+def call(
+    url: str, key: str | None, method: str = "GET", body: Any = None, timeout: float = 30.0
+) -> tuple[int | None, str]:
     data = None if body is None else json.dumps(body).encode()
     req = urllib.request.Request(url, data=data, method=method)
     if data is not None:
@@ -49,9 +49,9 @@ def call(url, key, method="GET", body=None, timeout=30.0):
         return None, str(exc)
 
 
-def state(base, key):
+def state(base: str, key: str | None) -> dict[str, Any]:
     code, _ = call(f"{base}/health", key, timeout=5.0)
-    out = {"health": code, "workers": None, "error": None}
+    out: dict[str, Any] = {"health": code, "workers": None, "error": None}
     wcode, text = call(f"{base}/workers", key, timeout=10.0)
     if wcode != 200:
         out["error"] = f"/workers: {wcode or text}"
@@ -68,12 +68,14 @@ def state(base, key):
     return out
 
 
-def sync(base, key, want):
+def sync(base: str, key: str | None, want: list[str]) -> dict[str, Any]:
     now = state(base, key)
     if now["workers"] is None:
         return now
     have = {w["url"]: w["id"] for w in now["workers"]}
-    added, removed, errors = [], [], []
+    added: list[str] = []
+    removed: list[str] = []
+    errors: list[str] = []
     for url in want:
         if url not in have:
             code, text = call(f"{base}/workers", key, "POST", {"url": url})
@@ -96,7 +98,7 @@ def sync(base, key, want):
 _REQS = re.compile(r"^sglang:num_requests_total(?:\{[^}]*\})?\s+([0-9.eE+-]+)\s*$", re.M)
 
 
-def served(url, key):
+def served(url: str, key: str | None) -> float | None:
     code, text = call(f"{url}/metrics", key, timeout=10.0)
     if code != 200:
         return None
@@ -104,9 +106,10 @@ def served(url, key):
     return sum(float(v) for v in found) if found else None
 
 
-def spread(base, key, model, n, replicas):
+def spread(base: str, key: str | None, model: str, n: int, replicas: list[str]) -> dict[str, Any]:
     before = {r: served(r, key) for r in replicas}
-    statuses, answers = [], []
+    statuses: list[int | None] = []
+    answers: list[Any] = []
     for i in range(n):
         body = {
             "model": model,
@@ -121,21 +124,22 @@ def spread(base, key, model, n, replicas):
         except (ValueError, KeyError, IndexError, TypeError):
             answers.append(None)
     after = {r: served(r, key) for r in replicas}
-    out = {}
+    out: dict[str, int | None] = {}
     for r in replicas:
         b, a = before[r], after[r]
         out[r] = None if a is None or b is None else int(a - b)
     return {"statuses": statuses, "served": out, "answers": answers, "error": None}
 
 
-def main(argv):
+def main(argv: list[str]) -> int:
     args = list(argv)
     if len(args) < 2:
         print(json.dumps({"error": "usage: gateway_probe.py URL MODE [options]"}))
         return 2
     base, mode, rest = args[0].rstrip("/"), args[1], args[2:]
-    opts = {"--env-file": None, "--model": "default", "--requests": "0"}
-    want, replicas = [], []
+    opts: dict[str, str | None] = {"--env-file": None, "--model": "default", "--requests": "0"}
+    want: list[str] = []
+    replicas: list[str] = []
     i = 0
     while i < len(rest):
         flag = rest[i]
@@ -153,7 +157,7 @@ def main(argv):
     elif mode == "sync":
         out = sync(base, key, want)
     elif mode == "spread":
-        out = spread(base, key, opts["--model"], int(opts["--requests"]), replicas)
+        out = spread(base, key, opts["--model"] or "default", int(opts["--requests"] or "0"), replicas)
     else:
         out = {"error": f"unknown mode {mode}"}
     print(json.dumps(out))

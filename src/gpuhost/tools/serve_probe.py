@@ -10,12 +10,17 @@ MODE ``info``: ``/server_info`` with every key that names a secret replaced by `
 The API key, if any, is read from the env file's ``SGLANG_API_KEY=`` line, never from the command line.
 """
 
+from __future__ import annotations
+
 import json
 import math
 import sys
 import time
 import urllib.error
 import urllib.request
+from typing import Any
+
+from gpuhost.tools.envfile import env_lines
 
 SMOKE = ("What is 17*23? Answer with just the number.", "391")
 CANARY = (
@@ -25,40 +30,33 @@ CANARY = (
     ("What is 12+30? Answer with just the number.", "42"),
 )
 PERF_PROMPT = "Write a short paragraph about the history of computing."
-#: what ``verify`` keeps of /server_info: the resolved settings a profile pins (nothing secret)
-SERVER_INFO_KEYS = (
-    "version",
-    "tp_size",
+#: the /server_info fields (argparse destinations) that gpuhost compares with what the profile sets
+#: (``gpuhost.roles.sglang.server_info_expectation``)
+SERVER_INFO_DESTS = (
     "quantization",
     "kv_cache_dtype",
     "dsa_prefill_backend",
     "dsa_decode_backend",
     "moe_runner_backend",
-    "fp4_gemm_backend",
+    "fp4_gemm_runner_backend",  # the field behind --fp4-gemm-backend (0.5.23 arg_groups/fields/exec_.py:282-290)
     "attention_backend",
-    "served_model_name",
 )
+#: what ``verify`` keeps of /server_info: the resolved settings a profile pins (nothing secret)
+SERVER_INFO_KEYS = ("version", "tp_size", *SERVER_INFO_DESTS, "served_model_name")
 SECRET_KEYS = ("api_key", "admin_api_key", "hf_token", "token", "password", "secret")
 
 
-def api_key(env_file):
-    if not env_file:
-        return None
-    try:
-        with open(env_file) as fh:
-            for line in fh:
-                key, sep, value = line.strip().partition("=")
-                if sep and key.strip() == "SGLANG_API_KEY":
-                    value = value.strip()
-                    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-                        value = value[1:-1]
-                    return value or None
-    except OSError:
-        return None
+def api_key(env_file: str | None) -> str | None:
+    for key, value in env_lines(env_file):
+        if key.strip() == "SGLANG_API_KEY":
+            value = value.strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+                value = value[1:-1]
+            return value or None
     return None
 
 
-def request(url, path, body=None, key=None, timeout=30.0):
+def request(url: str, path: str, body: Any = None, key: str | None = None, timeout: float = 30.0) -> tuple[int, bytes]:
     headers = {"content-type": "application/json"}
     if key:
         headers["authorization"] = "Bearer " + key
@@ -71,12 +69,12 @@ def request(url, path, body=None, key=None, timeout=30.0):
         return exc.code, exc.read()
 
 
-def error_text(exc):
+def error_text(exc: BaseException) -> str:
     reason = getattr(exc, "reason", None)
     return f"{type(exc).__name__}: {reason if reason is not None else exc}"
 
 
-def health(url, timeout):
+def health(url: str, timeout: float) -> dict[str, Any]:
     try:
         code, _ = request(url, "/health", timeout=timeout)
         return {"health": code, "error": None}
@@ -84,15 +82,22 @@ def health(url, timeout):
         return {"health": None, "error": error_text(exc)}
 
 
-def chat(url, key, model, question, timeout, **extra):
-    body = {
+def chat(url: str, key: str | None, model: str, question: str, timeout: float, **extra: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
         "model": model,
         "temperature": 0,
         "max_tokens": 1024,
         "messages": [{"role": "user", "content": question}],
     }
     body.update(extra)
-    out = {"question": question, "status": None, "content": None, "reasoning": None, "logprobs": None, "error": None}
+    out: dict[str, Any] = {
+        "question": question,
+        "status": None,
+        "content": None,
+        "reasoning": None,
+        "logprobs": None,
+        "error": None,
+    }
     start = time.monotonic()
     try:
         code, raw = request(url, "/v1/chat/completions", body, key, timeout)
@@ -126,7 +131,7 @@ def chat(url, key, model, question, timeout, **extra):
     return out
 
 
-def stream(url, key, model, timeout):
+def stream(url: str, key: str | None, model: str, timeout: float) -> dict[str, Any]:
     body = {
         "model": model,
         "temperature": 0,
@@ -139,7 +144,7 @@ def stream(url, key, model, timeout):
         headers["authorization"] = "Bearer " + key
     req = urllib.request.Request(url + "/v1/chat/completions", json.dumps(body).encode(), headers, method="POST")
     start = time.monotonic()
-    first = None
+    first: float | None = None
     chunks = 0
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
@@ -169,7 +174,7 @@ def stream(url, key, model, timeout):
     }
 
 
-def redact(value):
+def redact(value: Any) -> Any:
     if isinstance(value, dict):
         return {
             k: ("<redacted>" if any(s in k.lower() for s in SECRET_KEYS) and v not in (None, "") else redact(v))
@@ -180,20 +185,20 @@ def redact(value):
     return value
 
 
-def main(argv):
+def main(argv: list[str]) -> int:
     if len(argv) < 2:
         print("usage: serve_probe.py URL health|verify|info [--env-file F] [--model M] [--timeout S]", file=sys.stderr)
         return 2
     url, mode = argv[0].rstrip("/"), argv[1]
-    opts = {"--env-file": None, "--model": "default", "--timeout": "120"}
+    opts: dict[str, str | None] = {"--env-file": None, "--model": "default", "--timeout": "120"}
     rest = argv[2:]
     for i in range(0, len(rest) - 1, 2):
         if rest[i] in opts:
             opts[rest[i]] = rest[i + 1]
     key = api_key(opts["--env-file"])
-    timeout = float(opts["--timeout"])
-    model = opts["--model"]
-    out = {"url": url, "mode": mode}
+    timeout = float(opts["--timeout"] or "120")
+    model = opts["--model"] or "default"
+    out: dict[str, Any] = {"url": url, "mode": mode}
     out.update(health(url, min(timeout, 30.0)))
     if mode == "verify" and out["health"] == 200:
         out["smoke"] = dict(chat(url, key, model, SMOKE[0], timeout), expected=SMOKE[1])
@@ -201,11 +206,13 @@ def main(argv):
             dict(chat(url, key, model, q, timeout, logprobs=True, top_logprobs=1), expected=a) for q, a in CANARY
         ]
         out["perf"] = stream(url, key, model, timeout)
+        info = None
         try:
             code, raw = request(url, "/server_info", key=key, timeout=timeout)
             info = json.loads(raw) if code == 200 else None
-        except (TimeoutError, urllib.error.URLError, OSError, ValueError):
-            info = None
+            out["server_info_status"] = code
+        except (TimeoutError, urllib.error.URLError, OSError, ValueError) as exc:
+            out["server_info_status"] = error_text(exc)
         out["server_info"] = {k: info.get(k) for k in SERVER_INFO_KEYS} if isinstance(info, dict) else None
     elif mode == "info" and out["health"] is not None:
         try:

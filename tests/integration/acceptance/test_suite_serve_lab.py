@@ -73,7 +73,13 @@ def test_a_stopped_server_fails_naming_the_unit_and_health(lab):
         assert failed["serve.unit"] == "gpuhost-sglang.service is inactive"
         assert failed["serve.health"] == "no answer (gpuhost-sglang.service is inactive)"
         assert "serve.canary" in failed
+        # the trap: a dead server's /server_info line read PASS; it is not read, and says why
+        info = next(t for t in json.loads(r.stdout)["tests"] if "test_server_info" in t["test"])
+        assert info["outcome"] == "SKIP", info
+        assert info["message"] == (
+            "serve.server-info: not read, the server is not healthy (gpuhost-sglang.service is inactive)"
+        )
         table = gpuhost(lab, "verify", "serve")
         assert table.returncode == 1 and "gpuhost-sglang.service is inactive" in table.stdout
     finally:
-        assert gpuhost(lab, "serve", "restart").returncode == 0
+        assert gpuhost(lab, "serve", "restart", "--all").returncode == 0

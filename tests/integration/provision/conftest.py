@@ -1,4 +1,4 @@
-"""A lab of simulated PVE nodes for the provisioning tests (127.78.0.0/16, separate from the lab's own tests).
+"""A lab of simulated PVE nodes for the provisioning tests (this process's block of 127.81.0.0/16, apart from the lab's own tests).
 
 Each test module gets fresh nodes: provisioning edits boot files and reboots nodes.
 """
@@ -15,9 +15,9 @@ import pytest
 
 from gpuhost.lab import manager
 from gpuhost.lab.spec import NodeSpec
-from tests.lab_fixtures import LabHandle, start_lab
+from tests.lab_fixtures import LabHandle, reserved_address, start_lab
 
-_COUNTER = iter(range(1, 250))
+_COUNTER = iter(range(20))
 
 
 def gpuhost(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -44,7 +44,7 @@ def make_lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
     def make(nodes: list[tuple[str, str]], **extra: object) -> LabHandle:
         n = next(_COUNTER)
         specs = [
-            NodeSpec(f"pve{i + 1}", f"127.78.{n}.{i + 1}", boot=boot, cpu=cpu, pve=8, **extra)
+            NodeSpec(f"pve{i + 1}", reserved_address(81, n, i + 1), boot=boot, cpu=cpu, pve=8, **extra)
             for i, (boot, cpu) in enumerate(nodes)
         ]
         state = tmp_path_factory.mktemp("plab") / "state"

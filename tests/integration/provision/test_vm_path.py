@@ -16,7 +16,7 @@ def lab(make_lab):
 
 def test_vfio_binds_the_gpus_after_reboot(lab):
     code, report = run_json("provision", "host", "-i", str(lab.inventory), "-e", "gpu_path=vm", "--allow-reboot")
-    assert code == 0, [t for t in report["tasks"] if t["status"] == "failed"]
+    assert code == 0, [(t["task"], t["error"]) for t in report["tasks"] if t["status"] == "failed"]
     assert task(report, "pve1", "update initramfs")["status"] == "changed"
     assert "2 GPUs bound to vfio-pci" in task(report, "pve1", "verify the booted host")["reason"]
     modules = lab.run("pve1", "cat /etc/modules").stdout.split()

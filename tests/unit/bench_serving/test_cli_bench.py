@@ -6,12 +6,13 @@ import json
 from pathlib import Path
 
 import jsonschema
+import pytest
 from typer.testing import CliRunner
 
 from gpuhost.cli.app import _register, app
 from tests.unit.bench_serving.corpus import SCHEMA, fixture
 
-_register()
+_register([])  # every command module, whatever this process was started with
 runner = CliRunner()
 
 
@@ -85,3 +86,12 @@ def test_json_output_never_holds_a_secret(tmp_path: Path) -> None:
     f.write_text(json.dumps(line) + "\n")
     r = _run("--parse", str(f), "--json")
     assert r.exit_code == 0 and "sk-abcdef123456" not in r.output
+
+
+def test_parse_draws_the_plot_when_asked(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    png = tmp_path / "bench.png"
+    # the trap: --parse printed figures and drew nothing
+    r = _run("--parse", str(fixture("v05-glm5-fp8-c100-mtp.txt")), "--plot", str(png), "--json")
+    assert r.exit_code == 0, r.output
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 20_000

@@ -55,12 +55,14 @@ def test_ttft_explosion_between_levels() -> None:
 def test_failed_and_partial_levels() -> None:
     failed = BenchResult(source="log", status="failed", notes=["no JSONL result line was written"])
     partial = parse_output(text("v04-dsv3-h200-qps1-truncated.txt"))[0]
-    fs = [
-        f
-        for f in all_findings(summarise([LevelRun(64, failed), LevelRun(128, partial)], None))
-        if f.check == FAILED_REQUESTS
+    found = all_findings(summarise([LevelRun(64, failed), LevelRun(128, partial)], None))
+    # issue 30: the truncated block is incomplete, not failed requests
+    assert [(f.level, f.message) for f in found if f.check == FAILED_REQUESTS] == [
+        (Level.FAIL, "c64: the benchmark run failed")
     ]
-    assert [f.level for f in fs] == [Level.FAIL, Level.WARN]
+    assert [(f.level, f.message) for f in found if f.check == "bench.incomplete-result"] == [
+        (Level.WARN, "c128: the result is incomplete")
+    ]
 
 
 def test_identical_runs_do_not_regress() -> None:

@@ -100,3 +100,27 @@ def test_windows_ignore_samples_outside_and_apply_clock_offset() -> None:
 
 def test_fixture_paths_exist() -> None:
     assert fixture("SOURCE.md").exists()
+
+
+def test_plot_names_the_run_has_a_latency_panel_and_no_legend_over_data() -> None:
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    from gpuhost.bench_serving.plot import sweep_figure
+
+    fig = sweep_figure(_doc())
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    assert fig._suptitle.get_text() == "gpuhost bench sglang: h200 · 2026-12-01 00:00 UTC · " + _doc()["verdict"]
+    throughput, latency, power = fig.axes[:3]
+    labels = [ln.get_label() for ln in latency.get_lines()]
+    assert labels[:2] == ["TTFT p50", "TTFT p99"] and "TPOT p50" in labels and "ITL p99" in labels
+    # the c100 block of the corpus waits 21 s for a first token and 37 ms a token: both readable on one panel
+    assert latency.get_yscale() == "log"
+    for ax in (throughput, latency, power):
+        legend = ax.get_legend().get_window_extent(renderer)
+        for line in ax.get_lines():
+            for x, y in line.get_xydata():
+                px, py = ax.transData.transform((x, y))
+                assert not legend.contains(px, py), f"{ax.get_title()}: the legend covers {line.get_label()}"
+    plt.close(fig)

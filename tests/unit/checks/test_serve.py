@@ -93,5 +93,18 @@ def test_server_info_must_show_what_the_profile_pins():
     bad = dict(good, server_info={"version": "0.5.23", "tp_size": 8, "dsa_decode_backend": "trtllm"})
     out = [f for f in serve_findings(bad, "ct", expect) if f.check == "serve.server-info"]
     assert out[0].level == Level.FAIL and "dsa_decode_backend=trtllm (profile: flashinfer_sparse_mla)" in out[0].message
-    unread = dict(good, server_info=None)
-    assert levels(serve_findings(unread, "ct", expect))["serve.server-info"] == Level.WARN
+    # the trap: a server that died during the checks printed a non-failing /server_info line
+    unread = dict(good, server_info=None, server_info_status="URLError: [Errno 111] Connection refused")
+    out = [f for f in serve_findings(unread, "ct", expect) if f.check == "serve.server-info"]
+    assert out[0].level == Level.FAIL
+    assert out[0].message == (
+        "/server_info could not be read (URLError: [Errno 111] Connection refused): the profile's settings are not "
+        "verified"
+    )
+    refused = dict(good, server_info=None, server_info_status=401)
+    out = [f for f in serve_findings(refused, "ct", expect) if f.check == "serve.server-info"]
+    assert out[0].level == Level.FAIL and "(HTTP 401)" in out[0].message
+    # a server_info with none of the pinned keys verifies nothing: not a pass
+    empty = dict(good, server_info={"version": None})
+    out = [f for f in serve_findings(empty, "ct", expect) if f.check == "serve.server-info"]
+    assert out[0].level == Level.WARN and "nothing verified" in out[0].message

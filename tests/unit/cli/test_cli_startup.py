@@ -6,7 +6,18 @@ import json
 import subprocess
 import sys
 
-HEAVY = ("fabric", "paramiko", "pydantic", "proxmoxer", "jinja2", "cryptography", "invoke", "ruamel", "requests")
+HEAVY = (
+    "fabric",
+    "paramiko",
+    "pydantic",
+    "proxmoxer",
+    "jinja2",
+    "cryptography",
+    "invoke",
+    "ruamel",
+    "requests",
+    "click",
+)
 
 _PROBE = """
 import json, sys
@@ -80,3 +91,39 @@ def test_an_exit_handler_still_runs_before_the_process_ends(tmp_path) -> None:  
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert r.returncode == 0 and r.stdout.startswith("gpuhost ")
     assert out.read_text() == "flushed"
+
+
+_RUN_WITHOUT_SCAN = """
+import json, os, sys
+from gpuhost.cli.app import _no_plugin_scan
+os.environ["PYDANTIC_DISABLE_PLUGINS"] = "__all__"
+_no_plugin_scan()
+from pydantic import BaseModel, ValidationError
+class M(BaseModel):
+    n: int
+ok = M.model_validate({"n": "3"}).n
+try:
+    M.model_validate({"n": "x"})
+    refused = False
+except ValidationError:
+    refused = True
+print(json.dumps([ok, refused, "importlib.metadata" in sys.modules]))
+"""
+
+
+def test_models_validate_as_before_without_pydantics_plugin_scan() -> None:
+    """With every plugin disabled the plugin loader is replaced by its answer (no plugins): models validate and
+    refuse as ever, and importlib.metadata (pydantic's entry-point scan) is never imported."""
+    r = subprocess.run([sys.executable, "-c", _RUN_WITHOUT_SCAN], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout) == [3, True, False]
+
+
+def test_pydantics_own_loader_answers_no_plugins_when_all_are_disabled() -> None:
+    """What the stand-in replaces: the real loader, with PYDANTIC_DISABLE_PLUGINS=__all__, gives no plugins."""
+    code = (
+        "import os; os.environ['PYDANTIC_DISABLE_PLUGINS'] = '__all__'\n"
+        "from pydantic.plugin._loader import get_plugins; print(list(get_plugins()))"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and r.stdout.strip() == "[]", r.stdout + r.stderr

@@ -20,7 +20,7 @@ from gpuhost.cli.app import _register, app
 from gpuhost.cli.flags import RunFlags
 from gpuhost.redact import forget_all, register_secret
 
-_register()
+_register([])  # every command module, whatever this process was started with
 
 SHARED = {
     "--check",
@@ -77,12 +77,10 @@ def test_playbook_commands_share_one_set_of_run_flags(path: tuple[str, ...]) -> 
 
 
 def test_shared_flags_reach_the_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    seen: list[tuple[Path, RunFlags, dict[str, Any] | None]] = []
+    seen: list[tuple[Path, RunFlags, Any]] = []
 
-    def fake(
-        playbook: Path, inventory: Path, flags: RunFlags, preset_vars: dict[str, Any] | None = None, **_kw: Any
-    ) -> int:
-        seen.append((playbook, flags, preset_vars))
+    def fake(playbook: Path, inventory: Path, flags: RunFlags, presets: Any = (), **_kw: Any) -> int:
+        seen.append((playbook, flags, presets))
         return 0
 
     monkeypatch.setattr("gpuhost.cli.playbook_commands.run_with_flags", fake)
@@ -132,7 +130,7 @@ def test_shared_flags_reach_the_run(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     assert r.exit_code == 0, r.output
     playbook, flags, preset = seen[-1]
     assert playbook.name == "provision-lxc.yml" and flags == RunFlags(allow_restart=True)
-    assert preset == {"lxc_ctids": [200]}
+    assert [(p.var, p.value, p.flag) for p in preset] == [("lxc_ctids", [200], "--ctid")]
     r = runner.invoke(app, ["provision", "host", "-i", inv])
     assert r.exit_code == 0 and seen[-1][0].name == "provision-host.yml" and seen[-1][1] == RunFlags()
 

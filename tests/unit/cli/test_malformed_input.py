@@ -7,46 +7,18 @@ after each command it must have seen none.
 from __future__ import annotations
 
 import re
-import socket
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from gpuhost.cli.app import main
+from tests.support.listener import Listener
 
 GOOD_PIN = (
     "{version: 580.95.05, url: 'https://example.invalid/NVIDIA-Linux-x86_64-580.95.05.run', sha256: " + "a" * 64 + "}"
 )
 TOKEN_VALUE = "8f2a1c1e-5b7d-4c2a-9f11-0d3c5e7a9b21"
-
-
-class Listener:
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.sock.settimeout(0.05)
-        self.port = self.sock.getsockname()[1]
-        self.accepted = 0
-        self._stop = False
-        self.thread = threading.Thread(target=self._loop, daemon=True)
-        self.thread.start()
-
-    def _loop(self) -> None:
-        while not self._stop:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                continue
-            self.accepted += 1
-            conn.close()
-
-    def close(self) -> None:
-        self._stop = True
-        self.thread.join(1)
-        self.sock.close()
 
 
 @pytest.fixture(scope="module")
@@ -481,7 +453,8 @@ def test_a_multinode_replica_its_profile_does_not_span_is_refused_before_any_hos
     assert code == 2, output
     assert "inventory.yml:13" in output and "field 'serving.groups.big.replicas.0.members'" in output, output
     assert "profile tp2-2node has multinode.nnodes 3, the replica has 2 members" in output
-    assert listener.accepted == before and "Traceback" not in output
+    assert "Traceback" not in output
+    assert listener.accepted == before, "a host was contacted"
 
 
 def test_ctid_not_in_inventory_is_refused_before_any_host(
@@ -497,7 +470,33 @@ def test_ctid_not_in_inventory_is_refused_before_any_host(
         capsys, ["provision", "lxc", "-i", str(_write(tmp_path, "inventory.yml", inv)), "--ctid", "999"]
     )
     assert code == 2, output
-    assert "--ctid" in output and "field 'lxc_ctids'" in output and "CT 999" in output
+    assert "error: --ctid: field 'lxc_ctids': CT 999 is not among the node's containers (200)" in output, output
+    assert listener.accepted == before
+
+
+@pytest.mark.parametrize(
+    ("argv", "printed"),
+    [
+        # each error names the flag the operator typed (they once printed --ctids, --sglang_group, --vm_vmids)
+        (["provision", "lxc", "--ctid", "999"], "error: --ctid: field 'lxc_ctids': CT 999 is not among"),
+        (["verify", "lxc", "--ctid", "999"], "error: --ctid: field 'lxc_ctids': CT 999 is not among"),
+        (["launch", "sglang", "--ctid", "999"], "error: nothing to launch: no container among --ctid 999"),
+        (["launch", "sglang", "--group", "nope"], "error: --group: field 'sglang_group': no serving group 'nope'"),
+        (["provision", "vm", "--vmid", "7"], "error: --vmid: field 'vm_vmids': VM 7 is not among the node's vms"),
+    ],
+)
+def test_an_error_about_a_command_flag_names_the_flag_as_typed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], listener: Listener, argv: list[str], printed: str
+) -> None:
+    inv = inventory_text(
+        listener.port,
+        top=f"vars: {{nvidia_driver: {GOOD_PIN}}}\n",
+        node_extra="    containers:\n      200: {hostname: llm}\n",
+    )
+    before = listener.accepted
+    code, output = _run(capsys, [*argv[:2], "-i", str(_write(tmp_path, "inventory.yml", inv)), *argv[2:]])
+    assert code == 2, output
+    assert printed in output, output
     assert listener.accepted == before
 
 
@@ -533,4 +532,5 @@ def test_unusable_secret_file_is_refused(
         capsys, ["run", str(_write(tmp_path, "play.yml", PLAY_OK)), "-i", str(_write(tmp_path, "inventory.yml", inv))]
     )
     assert code == 2 and "inventory.yml:5" in output and "token_secret_file" in output, output
-    assert listener.accepted == 0 or "Traceback" not in output
+    assert "Traceback" not in output
+    assert listener.accepted == 0, "a host was contacted"

@@ -38,3 +38,45 @@ def test_terminal_gets_a_live_line_wiped_before_other_output():
         progress.done("pve2")
     assert out.getvalue().endswith("\r\x1b[K")
     assert out.getvalue().startswith("[pve2] reboot: back on SSH; systemd starting (41 s)\n")
+
+
+def test_a_task_without_progress_of_its_own_gets_still_lines_in_a_log_and_a_live_line_on_a_terminal():
+    from gpuhost.core.progress import task_started
+
+    # the trap: the SGLang venv install (pip, gigabytes) was silent until it ended
+    out = io.StringIO()
+    with ProgressLines(stream=out, every=1.0) as progress:
+        task_started("pve1", "CT 200: SGLang venv")
+        time.sleep(2.5)
+        progress.done("pve1")
+    lines = out.getvalue().splitlines()
+    assert lines, "nothing in the log while the task ran"
+    assert all(ln.startswith("[pve1] still: CT 200: SGLang venv: running (") for ln in lines), lines
+    tty = Tty()
+    with ProgressLines(stream=tty) as progress:
+        task_started("pve2", "CT 200: SGLang venv")
+        time.sleep(1.2)
+        assert "\r\x1b[K… pve2: CT 200: SGLang venv: running 1 s" in tty.getvalue()
+        report("pve2", "download", "12 MiB", 3.0)  # the task's own progress takes the line over
+        progress.done("pve2")
+    assert "[pve2] download: 12 MiB (3 s)" in tty.getvalue()
+    assert "SGLang venv: running\n" not in tty.getvalue(), "the start is not a line of its own"
+
+
+def test_every_log_line_has_its_date_and_time():
+    import re
+    import tempfile
+    from pathlib import Path
+
+    from gpuhost.cli.runlog import RunLog
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "run.log"
+        with RunLog(path) as log, ProgressLines(log, stream=io.StringIO(), every=1.0):
+            log.line("two\nlines")
+            report("pve1", "reboot", "down", 1.0)
+        lines = path.read_text().splitlines()
+    assert len(lines) == 5  # the header's two, the two lines, the progress line
+    for line in lines:
+        assert re.match(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z ", line), line
+    assert lines[2].endswith(" two") and lines[3].endswith(" lines") and lines[4].endswith("[pve1] reboot: down (1 s)")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gpuhost.connection.local import LocalConnection
-from gpuhost.connection.shipped_tool import ToolFailed, run_tool, start_tool
+from gpuhost.connection.shipped_tool import ToolFailed, run_inline, run_tool, start_tool
 
 FAKE_PCT = """#!/bin/sh
 echo "$@" >> "$FAKE_PCT_LOG"
@@ -118,23 +118,78 @@ print(json.dumps({"end": "signal", "ticks": n}), flush=True)
 
 def test_background_tool_runs_until_stopped_then_output_comes_back_and_nothing_is_left(env):
     tool = start_tool(LocalConnection(), BACKGROUND, ["polite"], name="bg.py")
-    time.sleep(0.5)
+    # it ticks every 50 ms once its interpreter is up (which takes seconds on a loaded machine): wait for 3 ticks
+    deadline = time.monotonic() + 20
+    # (the wait looks at the local file itself: read_output's checksummed read of a file the tool is writing to
+    # every 50 ms can see it change between the read and the checksum)
+    while '{"tick": 2}' not in Path(tool._out).read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert tool.running()
     so_far = tool.read_output()
-    assert '{"tick": 0}' in so_far
+    assert '{"tick": 0}' in so_far and '{"tick": 2}' in so_far, so_far
     out = tool.stop()
     lines = [json.loads(line) for line in out.splitlines()]
     assert lines[-1]["end"] == "signal" and lines[-1]["ticks"] >= 3
-    assert not Path(f"/proc/{tool.pid}").exists() or not tool.running()
+    assert not tool.running()
     assert list(env.iterdir()) == []  # its directory is gone
     assert tool.stop() == out  # a second stop is harmless
 
 
+FLOOD = b"""
+import sys, time
+line = "x" * 200 + "\\n"
+for _ in range(60_000):  # a line every 0.2 ms for about 12 s (12 MB at most)
+    sys.stdout.write(line)
+    sys.stdout.flush()
+    time.sleep(0.0002)
+"""
+
+
+def test_output_of_a_tool_writing_without_pause_reads_whole_every_time(env):
+    """read_output while the tool writes as fast as it can: every read succeeds and is whole lines (the read is of
+    a copy, so its checksum matches; a checksummed read of the live file fails here within a few tries)."""
+    tool = start_tool(LocalConnection(), FLOOD, [], name="flood.py")
+    try:
+        deadline = time.monotonic() + 20
+        while Path(tool._out).stat().st_size < 20_000 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        sizes = []
+        for _ in range(5):
+            text = tool.read_output()
+            whole = text[: text.rfind("\n") + 1]
+            assert set(whole.splitlines()) == {"x" * 200}
+            sizes.append(len(text))
+        assert sizes[-1] > sizes[0]  # it was growing all the while
+    finally:
+        tool.stop(grace=1.0)
+    assert list(env.iterdir()) == []
+
+
 def test_background_tool_that_ignores_sigterm_is_killed_after_the_grace(env):
     tool = start_tool(LocalConnection(), BACKGROUND, ["stubborn"], name="bg.py")
-    time.sleep(0.3)
+    deadline = time.monotonic() + 20
+    while '"tick"' not in Path(tool._out).read_text() and time.monotonic() < deadline:  # its SIGTERM handler is set
+        time.sleep(0.05)
     started = time.monotonic()
     out = tool.stop(grace=1.0)
     assert 0.9 <= time.monotonic() - started < 10
     assert '"tick"' in out and '"end"' not in out
     assert not tool.running() and list(env.iterdir()) == []
+
+
+def test_inline_tool_runs_in_one_command_in_the_container_and_leaves_nothing(env, tmp_path):
+    """The serve probe (with the module it imports inlined) against a port nothing listens on: one command,
+    through pct exec, its JSON parsed; nothing copied into the container, nothing left in TMPDIR."""
+    conn = LocalConnection("node1")
+    out = run_inline(conn, "serve_probe.py", ["http://127.0.0.1:1", "health", "--timeout", "1"], ctid=105)
+    assert out.data["health"] is None and "Connection refused" in out.data["error"]
+    calls = (tmp_path / "pct.log").read_text().splitlines()
+    assert len(calls) == 1 and calls[0].startswith("exec 105 -- sh -c ")
+    assert list(env.iterdir()) == []
+
+
+def test_inline_tool_failures_name_the_program_not_its_source(env, monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(ToolFailed, match="python3 is not installed") as info:
+        run_inline(LocalConnection(), "serve_probe.py", ["http://127.0.0.1:1", "health"])
+    assert "base64" not in str(info.value) and "serve_probe.py" in str(info.value)

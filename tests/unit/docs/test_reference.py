@@ -43,7 +43,7 @@ def test_every_check_has_a_troubleshooting_entry_with_meaning_and_fix(gen, pages
 
 
 def test_registry_walk_finds_checks_outside_the_catalog(gen):
-    # checks registered far from gpuhost.checks.catalog (P2P judge, bench, serve rules, log signatures)
+    # checks registered far from gpuhost.checks (P2P judge, bench, serve rules, log signatures)
     groups = {i.group for i in gen.import_all_checks().values()}
     assert {"host", "container", "p2p", "bench", "serve", "sglang-log"} <= groups
     from gpuhost.serve.logscan.signatures import SIGNATURES
@@ -52,6 +52,18 @@ def test_registry_walk_finds_checks_outside_the_catalog(gen):
     for sig in SIGNATURES:
         for pattern in sig.patterns:
             assert pattern.pattern.replace("`", "\\`") in text
+
+
+def test_every_host_check_of_the_registry_says_when_it_runs(gen, pages):
+    from gpuhost.checks.table import CONTAINER_CHECKS, HOST_CHECKS
+
+    text = pages["troubleshooting.md"]
+    for entry in HOST_CHECKS:
+        section = text.split("{#" + gen.anchor(entry.name) + "}", 1)[1].split("\n### ", 1)[0]
+        assert f"**When it runs.** On every node expected to show {entry.wanted}." in section
+    for ct_entry in CONTAINER_CHECKS:
+        section = text.split("{#" + gen.anchor(ct_entry.name) + "}", 1)[1].split("\n### ", 1)[0]
+        assert f"**When it runs.** In every GPU container expected to show {ct_entry.wanted}." in section
 
 
 def test_every_operation_and_its_arguments_are_on_the_operations_page(pages):
@@ -88,7 +100,7 @@ def test_cli_page_lists_every_command(pages):
 
     from gpuhost.cli.app import _register, app
 
-    _register()
+    _register([])  # every command module, whatever this process was started with
     root = typer.main.get_command(app)
     ctx = tclick.core.Context(root, info_name="gpuhost")
     text = pages["reference/cli.md"]
@@ -99,7 +111,7 @@ def test_cli_page_lists_every_command(pages):
             sub_ctx = tclick.core.Context(sub, info_name=name, parent=ctx)
             for leaf in sub.list_commands(sub_ctx):
                 assert f"`gpuhost {name} {leaf}`" in text
-    assert "`-i, --inventory <path>`" in text
+    assert "`-i, --inventory FILE`" in text and "<str>" not in text and "<path>" not in text
 
 
 def test_errors_page_has_every_error_class_and_its_exit_code(pages):
@@ -134,7 +146,41 @@ def test_generated_pages_are_not_committed_copies(pages):
         assert not (ROOT / "docs" / path).exists(), f"docs/{path} is generated at build time; delete the copy"
 
 
+def nav_pages(entry: object) -> set[str]:
+    """Every page the ``nav`` of mkdocs.yml lists (its YAML, so a commented line lists nothing)."""
+    if isinstance(entry, str):
+        return {entry}
+    if isinstance(entry, list):
+        return set().union(*(nav_pages(e) for e in entry))
+    if isinstance(entry, dict):
+        return set().union(*(nav_pages(v) for v in entry.values()))
+    return set()
+
+
 def test_every_guide_is_in_the_nav():
-    mkdocs = (ROOT / "mkdocs.yml").read_text()
-    for page in sorted((ROOT / "docs").glob("*.md")):
-        assert re.search(rf":\s+{re.escape(page.name)}\s*$", mkdocs, re.M), f"{page.name} is not in mkdocs.yml nav"
+    from ruamel.yaml import YAML
+
+    nav = nav_pages(YAML(typ="safe").load((ROOT / "mkdocs.yml").read_text())["nav"])
+    missing = sorted(page.name for page in (ROOT / "docs").glob("*.md") if page.name not in nav)
+    assert missing == [], f"not in the mkdocs.yml nav: {missing}"
+
+
+def test_nav_pages_reads_yaml_not_comments():
+    text = "nav:\n  - Home: index.md\n  - Guides:\n      - A: a.md\n      # - B: b.md\n"
+    from ruamel.yaml import YAML
+
+    assert nav_pages(YAML(typ="safe").load(text)["nav"]) == {"index.md", "a.md"}
+
+
+def test_troubleshooting_starts_with_what_the_operator_sees(pages):
+    text = pages["troubleshooting.md"]
+    # the trap: the page titled "by symptom" was ordered by check name
+    assert text.index("## By symptom") < text.index("## Host checks")
+    symptoms = text[text.index("## By symptom") : text.index("## Host checks")]
+    rows = re.findall(r"^\| (.+?) \| (\[`.+)\|$", symptoms, re.M)
+    assert len(rows) >= 10
+    anchors = set(re.findall(r"\{#([\w.-]+)\}", text))
+    for _symptom, links in rows:
+        for target in re.findall(r"\]\(#([\w.-]+)\)", links):
+            assert target in anchors, f"{target} has no section on the page"
+    assert any("answers are wrong, NaN" in symptom for symptom, _ in rows)

@@ -88,3 +88,10 @@ def test_grub_without_the_variable_gets_one_appended():
 def test_grub_multiline_value_is_refused():
     with pytest.raises(ValueError, match="spans several lines"):
         find_grub_assignment('GRUB_CMDLINE_LINUX_DEFAULT="quiet\n  splash"\n')
+
+
+def test_kernel_cmdline_file_is_its_first_line_only():
+    # proxmox-kernel-helper zz-proxmox-boot: CMDLINE=$(get_first_line /etc/kernel/cmdline)
+    text = "root=ZFS=rpool/ROOT/pve-1 boot=zfs\niommu=pt\n"
+    assert parse_kernel_cmdline_file(text) == ["root=ZFS=rpool/ROOT/pve-1", "boot=zfs"]
+    assert parse_kernel_cmdline_file("# a comment\nroot=ZFS=rpool/ROOT/pve-1\n") == ["#", "a", "comment"]

@@ -147,3 +147,16 @@ def test_shipped_example_inventory_is_valid():
     node = inv.nodes["pve-gpu1"]
     assert node.containers[200].gpus == "all"
     assert inv.vars_for("pve-gpu1")["nvidia_driver"]["version"] == "580.95.05"
+
+
+def test_api_fingerprint_is_a_sha256_and_excludes_ca_file():
+    from pydantic import ValidationError
+
+    from gpuhost.inventory.models import APIConfig
+
+    fp = ":".join(["AB"] * 32)
+    assert APIConfig(url="https://192.0.2.10:8006", fingerprint=fp).fingerprint == fp
+    with pytest.raises(ValidationError, match="SHA-256 fingerprint"):
+        APIConfig(url="https://192.0.2.10:8006", fingerprint="AB:CD")
+    with pytest.raises(ValidationError, match="ca_file or fingerprint, not both"):
+        APIConfig(url="https://192.0.2.10:8006", fingerprint=fp, ca_file="ca.pem")

@@ -57,6 +57,8 @@ def test_serving_group_resolves_replica_urls_and_the_gateway_address(tmp_path: P
         ("host: 10.0.0.12, api_key_file: key", "host: 10.0.0.12, api_key_env: K", "another API key source", 18),
         ("policy: round_robin", "policy: fastest", "Input should be", 19),
         ("health: {interval_secs: 5}", "health: {interval_secs: 0}", "greater than or equal to 1", 19),
+        # smg sends its own key to every replica (smg 1.13.0 on loopback): another key would get 401 on every request
+        ("policy: round_robin,", "policy: round_robin, api_key_env: GW_KEY,", "would get 401", 19),
     ],
 )
 def test_bad_serving_entries_name_file_and_line(tmp_path: Path, old: str, new: str, message: str, line: int) -> None:
@@ -64,6 +66,25 @@ def test_bad_serving_entries_name_file_and_line(tmp_path: Path, old: str, new: s
         load_inventory(write(tmp_path, INV.replace(old, new)))
     assert message in str(err.value)
     assert err.value.line == line, str(err.value)
+
+
+def test_two_gateways_on_a_node_may_not_share_a_prometheus_port(tmp_path: Path) -> None:
+    # smg binds its metrics port even when none is named; a second bind fails "failed to bind metrics server"
+    second = INV + "    other:\n      replicas: [{node: pve2, ctid: 200}]\n      gateway: {node: pve1, port: 30090}\n"
+    with pytest.raises(InventoryError) as err:
+        load_inventory(write(tmp_path, second))
+    assert "Prometheus port 29000 on pve1" in str(err.value) and err.value.line == 22, str(err.value)
+    apart = second.replace(
+        "gateway: {node: pve1, port: 30090}", "gateway: {node: pve1, port: 30090, prometheus_port: null}"
+    )
+    assert serving_vars(load_inventory(write(tmp_path, apart)))["other"]["gateway"]["prometheus_port"] is None
+
+
+def test_a_gateway_named_the_replicas_key_source_is_accepted(tmp_path: Path) -> None:
+    same = INV.replace("policy: round_robin,", "policy: round_robin, api_key_file: key,")
+    assert serving_vars(load_inventory(write(tmp_path, same)))["glm5"]["gateway"]["api_key_file"] == str(
+        tmp_path / "key"
+    )
 
 
 def test_an_unreachable_replica_may_name_its_url(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from gpuhost.errors import OperationFailed
 from gpuhost.facts import files as file_facts
 from gpuhost.facts.boot import REFRESH_RECORD, BootInfo, grub_cfg_tokens
 from gpuhost.facts.host import host_facts
+from gpuhost.facts.system import boot_id
 from gpuhost.operations.boot import BootRefresh, BootRefreshArgs
 from gpuhost.operations.reboot import LAST_REBOOT, RebootIfNeeded, RebootIfNeededArgs
 from tests.unit.roles.test_roles import facts
@@ -26,12 +27,17 @@ GRUB_CFG = "\tlinux\t/boot/vmlinuz-6.8.12-4-pve root=/dev/mapper/pve-root ro qui
 class Ctx:
     """Captured facts only: what an operation may see of a host."""
 
-    def __init__(self, host_facts_value: Any, files: dict[str, str] | None = None, check: bool = False) -> None:
+    def __init__(
+        self, host_facts_value: Any, files: dict[str, str] | None = None, check: bool = False, boot: str = "boot-1"
+    ) -> None:
         self.hf, self.files, self.check, self.name, self.vars = host_facts_value, files or {}, check, "pve1", {}
+        self.boot = boot
 
     def fact(self, fact: Any, *args: Any) -> Any:
         if fact is host_facts:
             return self.hf
+        if fact is boot_id:
+            return self.boot
         assert fact is file_facts.content
         return self.files.get(args[0])
 
@@ -84,12 +90,24 @@ def test_reboot_records_why_then_refuses_the_same_reboot_again():
     f = facts(kernel_cmdline_tokens=("boot=zfs", "iommu=pt"), kernel_cmdline_sha=SHA, refreshed_sha=SHA)
     op = RebootIfNeeded(RebootIfNeededArgs(cmdline=["iommu=pt"]))
     plan = op.plan(Ctx(f))
-    assert isinstance(plan.actions[-1], RebootHost)
-    record = plan.actions[1]
-    assert isinstance(record, WriteFile) and record.path == LAST_REBOOT
-    assert json.loads(record.content) == {"reason": "booted without iommu=pt", "booted": "boot=zfs"}
+    # one action: the reboot, whose own request writes the record once the checks before it passed
+    [reboot] = plan.actions
+    assert isinstance(reboot, RebootHost) and reboot.record is not None and reboot.pending_from is None
+    path, content = reboot.record
+    assert path == LAST_REBOOT
+    assert json.loads(content) == {"reason": "booted without iommu=pt", "booted": "boot=zfs", "boot_id": "boot-1"}
+    # the node rebooted (another boot id) and still booted without the token: no second reboot
     with pytest.raises(OperationFailed, match="refusing a second reboot for the same reason"):
-        op.plan(Ctx(f, {LAST_REBOOT: record.content}))
+        op.plan(Ctx(f, {LAST_REBOOT: content + "\n"}, boot="boot-2"))
+    # a record of gpuhost before the boot id was kept counts as a reboot that happened
+    old = json.dumps({"reason": "booted without iommu=pt", "booted": "boot=zfs"}) + "\n"
+    with pytest.raises(OperationFailed, match="refusing a second reboot for the same reason"):
+        op.plan(Ctx(f, {LAST_REBOOT: old}, boot="boot-2"))
+    # still the boot the reboot was asked from (the run was killed as it issued it, and re-run at once): reboot
+    again = op.plan(Ctx(f, {LAST_REBOOT: content + "\n"}, boot="boot-1"))
+    assert again.reason == "booted without iommu=pt (the reboot asked for before has not happened yet)"
+    [pending] = again.actions
+    assert isinstance(pending, RebootHost) and pending.pending_from == "boot-1"  # the runner waits for that one first
     # a reboot that changed /proc/cmdline since (another reason now) is allowed
     moved = facts(
         kernel_cmdline_tokens=("boot=zfs", "iommu=pt"),
@@ -97,4 +115,4 @@ def test_reboot_records_why_then_refuses_the_same_reboot_again():
         refreshed_sha=SHA,
         booted_tokens=("boot=zfs", "quiet"),
     )
-    assert op.plan(Ctx(moved, {LAST_REBOOT: record.content})).changes
+    assert op.plan(Ctx(moved, {LAST_REBOOT: content + "\n"}, boot="boot-2")).changes

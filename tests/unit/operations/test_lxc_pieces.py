@@ -90,3 +90,27 @@ def test_pick_template_prefers_newest_debian_12():
     ]
     assert pick_template(vols) == "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"
     assert pick_template([]) is None
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("memory", 32),
+        ("cores", 0),
+        ("swap", -1),
+        ("rootfs", "../x:1"),
+        ("net0", "bridge=vmbr0,mtu=9000 x"),
+        ("features", "x"),
+    ],
+)
+def test_the_inventory_and_the_lxc_container_operation_refuse_the_same_values(field: str, value: object) -> None:
+    from pydantic import ValidationError
+
+    from gpuhost.inventory.models import ContainerSpec
+    from gpuhost.operations.lxc import ContainerArgs
+
+    with pytest.raises(ValidationError) as spec:
+        ContainerSpec.model_validate({field: value})
+    with pytest.raises(ValidationError) as args:
+        ContainerArgs.model_validate({"ctid": 200, "hostname": "gpu200", field: value})
+    assert [e["msg"] for e in spec.value.errors()] == [e["msg"] for e in args.value.errors()]

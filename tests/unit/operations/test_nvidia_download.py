@@ -52,6 +52,8 @@ def test_checksum_mismatch_does_not_run_the_url(fake_curl, monkeypatch):
     r = LocalConnection().run(download_command(args), check=False)
     assert r.exit_code == CHECKSUM_MISMATCH
     assert f"checksum mismatch for {PAYLOAD_URL}" in r.stderr, "the URL is printed as data"
+    # the message names the pin to fix, where the operator wrote it
+    assert r.stderr.rstrip().endswith("(vars.nvidia_driver.sha256 in the inventory: fix the pin or the url)")
     created = [p.name for d in (fake_curl, fake_curl / "home") for p in d.iterdir()]
     assert "pwned" not in created and "pwned2" not in created
     assert list((fake_curl / "cache").iterdir()) == [], "the partial download is removed"

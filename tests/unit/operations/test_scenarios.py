@@ -92,7 +92,7 @@ def fact_value(entry: dict[str, Any]) -> Any:
 
 def guest_of(text: str | int) -> Guest:
     kind, _, gid = str(text).partition("/")
-    return Guest("lxc" if kind in ("lxc", "ct") else "vm", int(gid))  # type: ignore[arg-type]
+    return Guest("lxc" if kind in ("lxc", "ct") else "qemu", int(gid))  # type: ignore[arg-type]
 
 
 def build_host(data: dict[str, Any], name: str = "pve1") -> ScenarioHost:
@@ -127,7 +127,7 @@ def action_data(action: Action) -> dict[str, Any]:
             out["ok_codes"] = list(action.ok_codes)
         return out
     if isinstance(action, RebootHost):
-        return {"reboot": action.reason}
+        return {"reboot": action.reason, **({"record": action.record[0]} if action.record else {})}
     if isinstance(action, PveCall):
         out = {"pve": f"{action.method.upper()} {action.path}"}
         if action.params:
@@ -202,5 +202,19 @@ def test_every_proxmox_operation_has_scenarios() -> None:
         "in_container",
         "push_to_guest",
         "verify",
+        "in_vm",
+        "module_list",
+        "systemd",
+        "command",
+        "reboot",
+        "line",
+        "copy",
+        "vm_running",
+        "vm_pending_applied",
+        "template",
+        "nvidia_installer",
+        "vm_gpu_config",
+        "vm_cmdline_proof",
+        "vm_p2p",
     }
     assert wanted <= have, sorted(wanted - have)

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from gpuhost.cli.app import _register, app
 from tests.unit.p2p.captures import fixture
 
-_register()
+_register([])  # every command module, whatever this process was started with
 runner = CliRunner()
 
 
@@ -102,3 +102,24 @@ def test_unknown_host_and_host_without_inventory_are_usage_errors(tmp_path: Path
     assert _run("--host", "other", "-i", str(inv)).exit_code == 2
     r = _run("--host", "ctl")
     assert r.exit_code == 2 and "-i INVENTORY" in r.output
+
+
+def test_a_capture_with_one_bad_number_is_a_capture_error_not_a_flag_error(tmp_path: Path) -> None:
+    # the real 2x RTX 4090 capture with one cell corrupted (21.73 -> 2.1.73), as a bad paste would
+    text = fixture("cuda-samples_2x-rtx4090_no-p2p.txt").read_text()
+    assert text.count(" 21.73 ") == 1
+    bad = tmp_path / "pasted.txt"
+    bad.write_text(text.replace(" 21.73 ", " 2.1.73 "))
+    r = _run("--from-file", str(bad))
+    assert r.exit_code == 2
+    assert "--devices" not in r.output
+    assert (
+        f"{bad}: p2pBandwidthLatencyTest output that does not parse: could not convert string to float: '2.1.73'"
+        in (" ".join(r.output.split()))
+    )
+
+
+def test_devices_that_are_not_ordinals_name_the_flag() -> None:
+    r = _run("--devices", "0,x")
+    assert r.exit_code == 2
+    assert "--devices: '0,x' is not a comma list of CUDA ordinals such as 0,1" in r.output

@@ -15,7 +15,7 @@ from gpuhost.p2p.parsers import read_capture_file
 from gpuhost.p2p.tables import matrices
 from tests.unit.p2p.captures import fixture
 
-_register()
+_register([])  # every command module, whatever this process was started with
 runner = CliRunner()
 
 

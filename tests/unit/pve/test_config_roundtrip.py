@@ -126,3 +126,14 @@ def test_property_string() -> None:
         "pcie": "1",
         "x-vga": "1",
     }
+
+
+def test_a_percent_in_a_description_is_written_so_that_pve_reads_it_back() -> None:
+    # pve-common 06f436f ("fix #5486: tools: encode_text: add '%' to list of encoded characters"): a description
+    # with an already encoded link must be stored as '%2520', "which gets then correctly decoded to '%20' again"
+    conf = config.parse("arch: amd64\nhostname: llm\n", "lxc")
+    conf.set("description", "docs: https://example.org/a%20b")
+    text = conf.text()
+    assert text.splitlines()[0] == "#docs%3A https%3A//example.org/a%2520b"
+    # read back as PVE reads a '#' line: decode_text($1) . "\n" (pve-container Config.pm parse_pct_config)
+    assert config.parse(text, "lxc").main.description == "docs: https://example.org/a%20b\n"

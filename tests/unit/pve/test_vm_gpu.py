@@ -184,7 +184,8 @@ def test_plan_is_one_put_with_the_config_digest():
     (call,) = plan.actions
     assert isinstance(call, PveCall) and call.method == "put" and call.path == "nodes/pve1/qemu/100/config"
     params = dict(call.params)
-    assert params["digest"] == pveconf.digest_of(SEED)
+    # the digest rides in PveCall.digest (the runner adds it and re-plans on qemu-server's stale-digest answer)
+    assert call.digest == pveconf.digest_of(SEED) and "digest" not in params
     assert params["machine"] == "q35" and "args" in params and params["hostpci3"] == "0000:31:00.0,pcie=1"
     assert "+machine: q35" in plan.diff and "-hostpci0: 0000:01:00" in plan.diff
     assert "NOTE: machine pc -> q35 renames" in plan.reason
@@ -203,10 +204,9 @@ def apply_put(text: str, plan: object, running: bool = False) -> str:
     """What PVE does with the plan's PUT (the lab's implementation of qemu-server's pending logic)."""
     (call,) = plan.actions  # type: ignore[attr-defined]
     params = dict(call.params)
-    params.pop("digest")
     deletes = [(k, False) for k in params.pop("delete", "").split(",") if k]
     conf = pveconf.parse(text, "qemu")
-    pve_pending.stage(conf, params, deletes, [])
+    pve_pending.stage(conf, params, deletes, [], delete_drops_pending=True)
     if running:
         pve_pending.apply(conf, lambda key: False)
     else:
@@ -216,7 +216,9 @@ def apply_put(text: str, plan: object, running: bool = False) -> str:
 
 # ---- real captured configs: only gpuhost's keys change ----------------------------------------
 
-CAPTURED = sorted(p.name for p in FIX.glob("*.conf"))
+#: captures the lints refuse, each with its own test (test_vm_round2.py)
+REFUSED = {"201-guide-slot-and-its-function-twice.conf", "vmid-rocm-guide-slot-and-its-audio-function-twice.conf"}
+CAPTURED = sorted(p.name for p in FIX.glob("*.conf") if p.name not in REFUSED)
 
 
 @pytest.mark.parametrize("name", CAPTURED)
@@ -225,10 +227,9 @@ def test_real_config_changes_only_owned_keys(name):
     before = pveconf.parse(text, "qemu")
     want = [VmGpu(pci="0000:41:00.0", clique=0), VmGpu(pci="0000:c1:00.0", clique=1)]
     host = FakeHost({vm_config: before})
-    try:
-        plan = VmConfig(VmConfigArgs(vmid=100, gpus=want)).plan(host)
-    except OperationFailed as exc:  # a config that a lint refuses is left alone
-        pytest.skip(f"refused: {exc}")
+    # the lints accept every capture here; a refusal fails this test instead of skipping it (a capture that
+    # must be refused gets a test of its own naming the reason)
+    plan = VmConfig(VmConfigArgs(vmid=100, gpus=want)).plan(host)
     after = pveconf.parse(apply_put(text, plan), "qemu")
     eff_before = vm_gpu.effective(before)
     changed = {k for k in set(eff_before) | set(after.main.options) if eff_before.get(k) != after.main.options.get(k)}
@@ -273,7 +274,8 @@ def test_showcmd_proof_names_what_is_missing():
     )
     found = cmdline_findings(vm_gpu.parse_showcmd(text), OPTS, (GpuRef(pci="0000:41:00.0", clique=0),), "VM 100")
     problems = [f.message for f in found if f.failed]
-    assert {f.check for f in found if f.failed} == {"vm.q35", "vm.no_kvm_off", "vm.functions", "vm.cliques"}
+    # issue 30: the multifunction hostpci0.0 on pci.0 is not on a PCIe root port either (it passed vacuously)
+    assert {f.check for f in found if f.failed} == {"vm.q35", "vm.no_kvm_off", "vm.functions", "vm.cliques", "vm.pcie"}
     assert any("not q35" in p for p in problems)
     assert any("kvm=off" in p for p in problems)
     assert any("id=hostpci0'" in p and "multifunction" in p for p in problems)

@@ -93,6 +93,7 @@ def test_the_shipped_profile_renders_the_exact_command(monkeypatch: pytest.Monke
         "dsa_prefill_backend": "flashinfer_sparse_mla",
         "dsa_decode_backend": "flashinfer_sparse_mla",
         "moe_runner_backend": "flashinfer_cutlass",
+        "fp4_gemm_runner_backend": "flashinfer_cutlass",  # --fp4-gemm-backend's field in 0.5.23
     }
     shown = launch.template_vars(secret=False)["sglang"]
     assert shown["api_key"] == "<secret>" and launch.template_vars(secret=True)["sglang"]["api_key"] == "sk-unit-secret"

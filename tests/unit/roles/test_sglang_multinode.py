@@ -4,14 +4,14 @@ rank 0 alone), what is refused before any host is contacted, and the rendezvous 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
-from gpuhost.errors import ConfigError, OperationFailed
+from gpuhost.errors import ConfigError
 from gpuhost.facts.rendezvous import Reach, RendezvousWatch
 from gpuhost.facts.serve import ServiceState
 from gpuhost.inventory.loader import load_inventory, serving_vars
@@ -24,6 +24,7 @@ from gpuhost.roles.sglang import Launch, SglangVars, container_tasks
 from gpuhost.runner.prepare import prepare
 from gpuhost.templating import Templates
 from tests.support.scenario import REPO, TEMPLATES, ScenarioHost
+from tests.wait_harness import Readings, run_waits
 
 PROFILES = """
 profiles:
@@ -230,57 +231,48 @@ def test_a_spanning_profile_outside_a_replica_and_a_member_outside_the_stages_ar
     assert "containers.200.serve.profile: profile lab-tp2-2node spans 2 nodes" in str(err.value)
 
 
-class Polling:
-    """A host context whose live facts answer in turn (a rendezvous that opens after some polls)."""
-
-    def __init__(self, answers: dict[str, Iterator[Any]], state: ServiceState | None = None) -> None:
-        self.answers, self.state = answers, state
-        self.name, self.check = "pve1", False
-
-    def fact(self, fact: Any, *args: Any) -> Any:
-        if fact.name == "sglang service":
-            return self.state
-        return next(self.answers[fact.name])
-
-
 TOKEN = "a" * 32
 START = f"gpuhost-sglang: start {TOKEN} profile=p argv-sha256=x"
 
 
 def watch(lines: list[str], active: str = "active", open_: bool = False) -> RendezvousWatch:
-    return RendezvousWatch("\n".join(["old start", START, *lines]), active, Reach(open_, None if open_ else "refused"))
+    journal = "\n".join(["old start", START, *lines])
+    return RendezvousWatch(journal, active, Reach(open_, None if open_ else "refused"), TOKEN)
 
 
 def test_rank_0_is_waited_for_until_it_listens_and_a_crash_fails_fast() -> None:
     state = ServiceState("active", TOKEN, {"config_sha256": "c1"})
-    args = RendezvousArgs(host="10.0.0.11", port=20000, config_sha256="c1", rank0="pve1/CT 200", poll_s=0.01)
+    args = RendezvousArgs(host="10.0.0.11", port=20000, config_sha256="c1", rank0="pve1/CT 200", poll_s=2)
     polls = iter([watch([]), watch(["[TP0] Init torch distributed begin."]), watch([], open_=True)])
-    plan = SglangRendezvous(args).plan(Polling({"rank 0's rendezvous": polls}, state))  # type: ignore[arg-type]
-    assert not plan.changes and "pve1/CT 200 hosts the rendezvous on 10.0.0.11:20000" in plan.reason
+    host = Readings({"rank 0's rendezvous": polls}, {"sglang service": state})
+    plan = SglangRendezvous(args).plan(host)  # type: ignore[arg-type]
+    assert not plan.changes and host.looks == 0  # a wait: nothing is read until the runner polls
+    (done,) = run_waits(plan, host)
+    assert done.ok and done.message == "pve1/CT 200 hosts the rendezvous on 10.0.0.11:20000" and host.looks == 3
     crash = [
         "[2026-12-01 10:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):",
         "torch.distributed.DistStoreError: Timed out after 121 seconds waiting for clients. 1/2 clients joined.",
     ]
-    with pytest.raises(OperationFailed, match="did not meet at rank 0's rendezvous: torch.distributed.DistStoreError"):
-        SglangRendezvous(args).plan(
-            Polling({"rank 0's rendezvous": iter([watch(crash, "failed")] * 3)}, state)  # type: ignore[arg-type]
-        )
+    host = Readings({"rank 0's rendezvous": iter([watch(crash, "failed")] * 3)}, {"sglang service": state})
+    (failed,) = run_waits(SglangRendezvous(args).plan(host), host)  # type: ignore[arg-type]
+    assert not failed.ok and "did not meet at rank 0's rendezvous: torch.distributed.DistStoreError" in failed.message
+    assert host.looks == 2  # the crash is read once more before it counts, then the wait ends
     stale = ServiceState("active", TOKEN, {"config_sha256": "older"})
     from gpuhost.core.operation import SkipTask
 
     with pytest.raises(SkipTask, match="older configuration"):
-        SglangRendezvous(args).plan(Polling({}, stale))  # type: ignore[arg-type]
+        SglangRendezvous(args).plan(Readings({}, {"sglang service": stale}))  # type: ignore[arg-type]
 
 
 def test_a_follower_is_not_started_when_rank_0_does_not_answer() -> None:
-    args = RendezvousArgs(host="10.0.0.11", port=20000, rank0="pve1/CT 200", timeout_s=0.05, poll_s=0.01)
-    refused = iter([Reach(False, "connection refused")] * 100)
-    with pytest.raises(OperationFailed) as err:
-        SglangRendezvous(args).plan(Polling({"rendezvous port": refused}))  # type: ignore[arg-type]
-    assert "pve1/CT 200's rendezvous 10.0.0.11:20000 does not answer from here (connection refused)" in str(err.value)
-    assert "the follower was not started" in str(err.value)
-    ok = SglangRendezvous(args).plan(Polling({"rendezvous port": iter([Reach(True, None)])}))  # type: ignore[arg-type]
-    assert not ok.changes
+    args = RendezvousArgs(host="10.0.0.11", port=20000, rank0="pve1/CT 200", timeout_s=10, poll_s=2)
+    host = Readings({"rendezvous port": iter([Reach(False, "connection refused")] * 100)})
+    (out,) = run_waits(SglangRendezvous(args).plan(host), host)  # type: ignore[arg-type]
+    assert not out.ok and host.looks == 8  # one look at plan time, then at 0, 2, … 12 s (the first past 10 s)
+    assert "pve1/CT 200's rendezvous 10.0.0.11:20000 answers from here (connection refused)" in out.message
+    assert out.message.startswith("gave up after 10 s waiting until") and "the follower was not started" in out.message
+    ok = SglangRendezvous(args).plan(Readings({"rendezvous port": iter([Reach(True, None)])}))  # type: ignore[arg-type]
+    assert not ok.changes and not ok.waits and "answers from here" in ok.reason
 
 
 def test_the_staged_playbook_refuses_a_profile_error_at_its_line(inventory: Callable[..., Path]) -> None:

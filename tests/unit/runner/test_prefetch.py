@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import io
+import os
 from pathlib import Path
+from typing import Any
 
+from gpuhost.core.guest import Guest
 from gpuhost.facts import files
 from gpuhost.runner.prefetch import batch_command, parse_batch
 from tests.support.local import local_host
@@ -62,3 +65,107 @@ def test_prefetched_facts_parse_like_direct_reads(tmp_path: Path) -> None:
     assert host.fact(files.content, str(tmp_path / "missing")) is None
     assert host.fact(files.exists, str(tmp_path)) is True
     assert host.conn.commands_run == before + 1  # no further round trip
+
+
+def test_a_containers_facts_ride_in_the_nodes_batch_one_round_trip(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """The node's facts and its container's (``pct exec CTID -- sh -c …``, here a ``pct`` on PATH that runs the
+    command locally) come back from one command on the node, each parsed as if read by itself."""
+    from gpuhost.core.guest import Guest
+    from gpuhost.runner.prefetch import _fetch_round
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    pct = bin_dir / "pct"
+    pct.write_text('#!/bin/sh\n[ "$1" = exec ] && [ "$2" = 200 ] && [ "$3" = -- ] || exit 2\nshift 3\nexec "$@"\n')
+    pct.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    (tmp_path / "node.txt").write_text("on the node\n")
+    (tmp_path / "ct.bin").write_bytes(b"caf\xc3\xa9 \xff\n")
+    node = local_host()
+    ct = node.guest(Guest.ct(200))
+    node_keys = [(files.content, str(tmp_path / "node.txt")), (files.exists, str(tmp_path / "missing"))]
+    ct_keys = [(files.content, str(tmp_path / "ct.bin")), (files.content, str(tmp_path / "absent"))]
+    before = node.conn.commands_run
+    _fetch_round(node, [(node, node_keys), (ct, ct_keys)])
+    assert node.conn.commands_run == before + 1
+    assert ct.conn.commands_run == 0
+    assert all(node.has_fact(k) for k in node_keys) and all(ct.has_fact(k) for k in ct_keys)
+    assert node.fact(files.content, str(tmp_path / "node.txt")) == "on the node\n"
+    assert node.fact(files.exists, str(tmp_path / "missing")) is False
+    assert ct.fact(files.content, str(tmp_path / "ct.bin")) == "caf\u00e9 \ufffd\n"
+    assert ct.fact(files.content, str(tmp_path / "absent")) is None
+    assert node.total_round_trips() == before + 1
+
+
+def test_a_container_that_cannot_run_its_batch_leaves_its_facts_unread(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    from gpuhost.core.guest import Guest
+    from gpuhost.runner.prefetch import _fetch_round
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "pct").write_text("#!/bin/sh\necho 'CT 200 not running' >&2\nexit 255\n")
+    (bin_dir / "pct").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    (tmp_path / "node.txt").write_text("x\n")
+    node = local_host()
+    ct = node.guest(Guest.ct(200))
+    key = (files.content, str(tmp_path / "node.txt"))
+    inside = (files.content, "/etc/hostname")
+    _fetch_round(node, [(node, [key]), (ct, [inside])])
+    assert node.has_fact(key) and not ct.has_fact(inside)  # read later by the task that needs it, as before
+
+
+def test_read_facts_outside_a_run_is_one_command_parsed_as_each_alone(tmp_path: Path) -> None:
+    from gpuhost.connection.local import LocalConnection
+    from gpuhost.runner.batch_read import read_batch, read_facts
+
+    (tmp_path / "f").write_text("hello\n")
+    conn = LocalConnection()
+    got = read_facts(conn, (files.content, str(tmp_path / "f")), (files.exists, str(tmp_path / "nope")))
+    assert got == ["hello\n", False] and conn.commands_run == 1
+    codes = [r.exit_code for r in read_batch(conn, [f"test -c {tmp_path / 'f'}", "test -c /dev/null"])]
+    assert codes == [1, 0] and conn.commands_run == 2
+
+
+def test_a_container_operations_facts_are_read_in_the_same_round_as_its_status(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """An in_container operation's plan stops at the container's status; the read-ahead also plans the inner
+    operation (plan_ahead), so the fact it reads inside comes back in the same batch: one round trip, one round."""
+    from gpuhost.core.operation import Args, Operation
+    from gpuhost.core.plan import Plan, nothing
+    from gpuhost.core.task import Task
+    from gpuhost.facts.pve import ct_status
+    from gpuhost.operations.lxc import InContainerArgs, InCt
+    from gpuhost.runner.prefetch import prefetch
+
+    class PathArgs(Args):
+        path: str
+
+    class ReadsInside(Operation[PathArgs]):
+        kind = "reads_inside"
+        Args = PathArgs
+
+        def plan(self, host: Any) -> Plan:
+            return nothing(f"{len(host.fact(files.content, self.args.path) or '')} bytes")
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "pct.log"
+    (bin_dir / "pct").write_text(
+        f'#!/bin/sh\necho "$1 $2" >> {calls}\n'
+        '[ "$1" = status ] && [ "$2" = 200 ] && { echo "status: running"; exit 0; }\n'
+        '[ "$1" = exec ] && [ "$2" = 200 ] && [ "$3" = -- ] || exit 2\nshift 3\nexec "$@"\n'
+    )
+    (bin_dir / "pct").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    (tmp_path / "inside.txt").write_text("hello\n")
+    node = local_host()
+    inner = ReadsInside(PathArgs(path=str(tmp_path / "inside.txt")))
+    task = Task(name="t", kind="in_container", operation=InCt(InContainerArgs(ctid=200, operation=inner)))
+    before = node.conn.commands_run
+    rounds = prefetch(node, [task])
+    assert (rounds, node.conn.commands_run - before) == (1, 1)
+    assert node.fact(ct_status, 200) == "running"
+    ct = node.guest(Guest.ct(200))
+    assert ct.has_fact((files.content, str(tmp_path / "inside.txt")))
+    # The batch runs its reads side by side, so the two pct calls may log in either order.
+    assert sorted(calls.read_text().split("\n")[:-1]) == ["exec 200", "status 200"]

@@ -230,3 +230,36 @@ def test_hosts_run_in_parallel_up_to_forks(tmp_path):
         f.unlink()
     serial = run_playbook(load_playbook(book), inv, RunOptions(forks=1))
     assert serial.hosts["h1"].failed == 1  # alone, the first host waits in vain
+
+
+def test_task_json_has_its_start_time_and_stderr(tmp_path):
+    import calendar
+    import json
+    import re
+    import time
+
+    import jsonschema
+
+    book = playbook(
+        tmp_path,
+        """
+- hosts: all
+  tasks:
+    - name: warns
+      command: "echo out; echo careful >&2"
+    - name: breaks
+      command: "echo broke >&2; exit 5"
+""",
+    )
+    before = time.time()
+    report = run_playbook(load_playbook(book), load_inventory(local_inventory(tmp_path, ["h1"])))
+    doc = report.to_json()
+    schema = json.loads((Path(__file__).resolve().parents[3] / "docs/schema/run-report.schema.json").read_text())
+    jsonschema.validate(doc, schema)
+    warns, breaks = doc["tasks"]
+    assert warns["stdout"] == "out\n" and warns["stderr"] == "careful\n"
+    assert breaks["status"] == "failed" and breaks["stderr"] == "broke\n"
+    for t in (warns, breaks):
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", t["started_at"]), t["started_at"]
+        started = calendar.timegm(time.strptime(t["started_at"][:19], "%Y-%m-%dT%H:%M:%S"))
+        assert before - 1 <= started <= time.time() + 1

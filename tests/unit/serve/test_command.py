@@ -10,7 +10,7 @@ def test_render_current_profile():
     assert a[a.index("--kv-cache-dtype") + 1] == "fp8_e4m3"
     assert a[a.index("--mem-fraction-static") + 1] == "0.85"
     assert "--disable-shared-experts-fusion" in a and a[a.index("--disable-shared-experts-fusion") + 1].startswith("--")
-    assert cmd.env == {"NCCL_IB_DISABLE": "1", "SAFETENSORS_FAST_GPU": "1"}
+    assert cmd.env == {"NCCL_IB_DISABLE": "1"}
 
 
 def test_render_switches_lists_and_explicit_model():

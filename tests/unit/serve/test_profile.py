@@ -35,6 +35,21 @@ def test_user_directory_adds_and_overrides(tmp_path: Path):
     assert get_profile("my-profile", [tmp_path / "mine.yml"]).architectures == ["sm90"]
 
 
+def test_a_profile_file_edited_between_loads_is_read_again(tmp_path: Path):
+    mine = tmp_path / "mine.yml"
+    text = (
+        "name: my-profile\npins: {sglang: '0.5.23', transformers: '5.19.0'}\nmodel: /models/glm5\n"
+        "architectures: [sm90]\ngpus: 8\ntp_size: 8\nflags: {--tp-size: 8}\n"
+    )
+    mine.write_text(text)
+    assert get_profile("my-profile", [mine]).model == "/models/glm5"
+    mine.write_text(text.replace("/models/glm5", "/models/glm6"))  # same size, within the same clock tick
+    assert get_profile("my-profile", [mine]).model == "/models/glm6"
+    mine.write_text(text.replace("gpus: 8", "gpus: x"))
+    with pytest.raises(ConfigError):
+        load_profiles([mine], shipped=False)
+
+
 def test_errors_name_file_line_and_field(tmp_path: Path):
     bad = tmp_path / "bad.yml"
     bad.write_text(

@@ -94,6 +94,10 @@ def test_missing_table_is_refused(current: Profile):
         ({"--enable-flashinfer-allreduce-fusion": True}, "serve.rule.allreduce-fusion-sm120"),
         ({"--flashinfer-allreduce-fusion-backend": "auto"}, "serve.rule.allreduce-fusion-sm120"),
         ({"--moe-runner-backend": "flashinfer_trtllm"}, "serve.rule.trtllm-moe-sm120"),
+        # the other trtllm-gen MoE runners of the 0.5.15-0.5.23 choices (flags/sglang-0.5.21.json):
+        # SGLang's server_args picks flashinfer_cutlass on SM120 because all of these are SM100-only
+        ({"--moe-runner-backend": "flashinfer_trtllm_routed"}, "serve.rule.trtllm-moe-sm120"),
+        ({"--moe-runner-backend": "experimental_sgl_trtllm"}, "serve.rule.trtllm-moe-sm120"),
         ({"--fp4-gemm-backend": "flashinfer_trtllm"}, "serve.rule.trtllm-moe-sm120"),
         ({"--dsa-decode-backend": "trtllm"}, "serve.rule.dsa-backend-sm120"),
         ({"--dsa-prefill-backend": "flashmla_sparse"}, "serve.rule.dsa-backend-sm120"),
@@ -185,3 +189,52 @@ def test_every_rule_is_registered_with_reason_and_source():
     for info in RULES:
         assert info.name in names and info.reason and info.source
     assert "serve.flags" in names and "serve.nccl-env" in names
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "bfloat16", "fp8_e5m2"])
+def test_glm_dsa_without_fp8_e4m3_kv_is_refused_on_sm120(current: Profile, dtype: str) -> None:
+    # 0.5.23 _dsa_split_backend_resolution picks flashinfer_sparse_mla only for GLM + SM12 + fp8_e4m3
+    findings = validate(_with(current, flags={"--kv-cache-dtype": dtype}), SM120)
+    assert _levels(findings, "serve.rule.dsa-kv-dtype-sm120") == [Level.FAIL] and refused(findings)
+
+
+def test_auto_kv_resolves_to_fp8_e4m3_and_passes(current: Profile) -> None:
+    findings = validate(_with(current, flags={"--kv-cache-dtype": "auto"}), SM120)
+    assert _levels(findings, "serve.rule.dsa-kv-dtype-sm120") == []
+
+
+@pytest.mark.parametrize(
+    "value, words",
+    [
+        ("{bad", "--cuda-graph-config must be JSON"),
+        ("[1, 2]", "--cuda-graph-config must be a JSON object, got list"),
+        ('{"verify": {}}', "--cuda-graph-config: unknown phase 'verify'"),
+        ('{"decode": {"max_seq_len": 4}}', "--cuda-graph-config['decode']: unknown key 'max_seq_len'"),
+        ('{"decode": {"backend": "tc_piecewise"}}', "tc_piecewise was removed"),
+    ],
+)
+def test_cuda_graph_config_is_checked_as_sglangs_own_type(current: Profile, value: str, words: str) -> None:
+    # the texts of parse_cuda_graph_config_arg (0.5.23 model_executor/cuda_graph_config.py:246-282), exit 2
+    findings = check_flags(_with(current, flags={"--cuda-graph-config": value}))
+    assert any(f.level is Level.FAIL and words in f.message for f in findings), [f.message for f in findings]
+
+
+def test_a_good_cuda_graph_config_and_json_list_pass(current: Profile) -> None:
+    good = _with(current, flags={"--cuda-graph-config": '{"decode": {"backend": "breakable", "max_bs": 128}}'})
+    assert not [f for f in check_flags(good) if f.level >= Level.WARN]
+    bad = check_flags(_with(current, flags={"--sidecar-args": "[1,"}))
+    assert any(f.level is Level.FAIL and "Invalid JSON list" in f.message for f in bad)
+
+
+def test_sglang_serve_front_end_takes_model_type(current: Profile) -> None:
+    # sglang serve strips --model-type before ServerArgs parses (0.5.23 cli/serve.py:30-58)
+    served = check_flags(_with(current, flags={"--model-type": "auto"}))
+    assert not [f for f in served if f.level >= Level.WARN], [f.message for f in served]
+    launch_server = _with(current, entrypoint=["python3", "-m", "sglang.launch_server"], flags={"--model-type": "auto"})
+    assert any("--model-type: unknown to SGLang 0.5.23" in f.message for f in check_flags(launch_server))
+
+
+@pytest.mark.parametrize("runner", ["flashinfer_cutlass", "triton", "auto"])
+def test_moe_runners_that_run_on_sm120_are_not_refused_by_the_trtllm_rule(current: Profile, runner: str):
+    findings = run_rules(_with(current, flags={"--moe-runner-backend": runner}), SM120)
+    assert _levels(findings, "serve.rule.trtllm-moe-sm120") == []

@@ -1,4 +1,9 @@
-"""Host proofs: the node booted as provisioned (IOMMU, driver, device nodes, persistence, VM binding)."""
+"""Host proofs: the node booted as provisioned (IOMMU, driver, device nodes, persistence, VM binding).
+
+One test per entry of the host check registry (:data:`gpuhost.checks.table.HOST_CHECKS`), against the
+expectation the ``proxmox_host`` role builds (:func:`gpuhost.roles.proxmox_host.host_expectation`): the same
+checks, under the same conditions, as the ``verify`` task at the end of ``provision host``.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +12,13 @@ from typing import Any
 
 import pytest
 
+from gpuhost.acceptance.expect import host_vars
 from gpuhost.acceptance.plugin import reachable
-from gpuhost.checks import host as checks
 from gpuhost.checks.host import HostExpectation
+from gpuhost.checks.table import HOST_CHECKS, HostCheck
 from gpuhost.facts.host import HostFacts, host_facts
+from gpuhost.roles.proxmox_host import host_expectation
 from gpuhost.runner.connect import read_fact
-from gpuhost.runner.verify import host_expectation, host_vars
 
 
 @dataclass(frozen=True)
@@ -28,48 +34,13 @@ def node(gpuhost_inventory: Any, gpuhost_node: str) -> NodeProof:
     from gpuhost.acceptance.backend import node_connection
 
     v = host_vars(gpuhost_inventory, gpuhost_node)
-    facts = reachable(lambda: read_fact(node_connection(gpuhost_node), host_facts))
-    return NodeProof(gpuhost_node, facts, host_expectation(facts, v), v.gpu_path)
+    facts: HostFacts = reachable(lambda: read_fact(node_connection(gpuhost_node), host_facts))
+    return NodeProof(gpuhost_node, facts, host_expectation(facts.cpu_vendor, v), v.gpu_path)
 
 
-def _only(node: NodeProof, wanted: bool, what: str) -> None:
-    if not wanted:
-        pytest.skip(f"gpu_path is {node.gpu_path}: {what} is not expected")
-
-
-def test_cmdline_booted(node: NodeProof, prove: Any) -> None:
-    prove(checks.cmdline_booted, node.facts, node.name, node.expect.cmdline)
-
-
-def test_cmdline_configured(node: NodeProof, prove: Any) -> None:
-    prove(checks.cmdline_configured, node.facts, node.name, node.expect.cmdline)
-
-
-def test_iommu_passthrough(node: NodeProof, prove: Any) -> None:
-    if "iommu=pt" not in node.expect.cmdline:
-        pytest.skip("iommu=pt is not among the expected tokens")
-    prove(checks.iommu_passthrough, node.facts, node.name, not_applicable="the kernel log names no IOMMU domain")
-
-
-def test_iommu_groups(node: NodeProof, prove: Any) -> None:
-    prove(checks.iommu_groups, node.facts, node.name, not_applicable="the node has no NVIDIA GPUs")
-
-
-def test_nvidia_module(node: NodeProof, prove: Any) -> None:
-    _only(node, node.expect.nvidia_driver is not None, "an NVIDIA kernel module on the host")
-    prove(checks.nvidia_module, node.facts, node.name, node.expect.nvidia_driver)
-
-
-def test_nvidia_uvm(node: NodeProof, prove: Any) -> None:
-    _only(node, node.expect.nvidia_uvm, "/dev/nvidia-uvm on the host")
-    prove(checks.nvidia_uvm, node.facts, node.name)
-
-
-def test_persistenced(node: NodeProof, prove: Any) -> None:
-    _only(node, node.expect.persistenced, "nvidia-persistenced")
-    prove(checks.persistenced, node.facts, node.name)
-
-
-def test_vfio_bound(node: NodeProof, prove: Any) -> None:
-    _only(node, node.expect.vfio, "vfio-pci binding")
-    prove(checks.vfio_bound, node.facts, node.name, not_applicable="the node has no NVIDIA GPUs")
+@pytest.mark.parametrize("entry", HOST_CHECKS, ids=[c.name for c in HOST_CHECKS])
+def test_host(node: NodeProof, entry: HostCheck, prove: Any, request: pytest.FixtureRequest) -> None:
+    request.node.user_properties += [("check", entry.name), ("subject", node.name)]
+    if not entry.applies(node.expect):
+        pytest.skip(f"gpu_path is {node.gpu_path}: {entry.wanted} is not expected")
+    prove(entry.run, node.facts, node.name, node.expect, not_applicable=entry.not_applicable)

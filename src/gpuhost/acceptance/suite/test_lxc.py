@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
+from gpuhost.acceptance.expect import lxc_vars
 from gpuhost.acceptance.plugin import reachable
 from gpuhost.checks import container as checks
 from gpuhost.checks.container import APT_HOLD_FILE
+from gpuhost.checks.table import CONTAINER_CHECKS, ContainerCheck
+from gpuhost.facts import files
 from gpuhost.facts.container import ContainerFacts, container_facts
 from gpuhost.facts.host import HostFacts, host_facts
 from gpuhost.facts.pve import ct_config, ct_status
 from gpuhost.pve.config import GuestConfig
-from gpuhost.runner.connect import read_fact
-from gpuhost.runner.verify import container_devices, gpu_count, lxc_vars
+from gpuhost.roles.lxc_gpu import container_expectation, gpu_devices
+from gpuhost.runner.batch_read import read_batch, read_facts
 
 
 @dataclass(frozen=True)
@@ -40,30 +44,44 @@ def ct(gpuhost_inventory: Any, gpuhost_ct: tuple[str, int]) -> CtProof:
     node, ctid = gpuhost_ct
     spec = lxc_vars(gpuhost_inventory, node, [ctid]).selected()[ctid]
 
-    def read() -> CtProof:
-        conn = node_connection(node)
-        facts = read_fact(conn, host_facts)
-        return CtProof(
-            node,
-            ctid,
-            f"{node}/CT {ctid}",
-            read_fact(conn, ct_status, ctid),
-            read_fact(conn, ct_config, ctid),
-            facts,
-            container_devices(spec, facts),
-        )
+    def read() -> CtProof:  # one round trip: the node's facts, the CT's status and config
+        facts, status, config = read_facts(node_connection(node), (host_facts,), (ct_status, ctid), (ct_config, ctid))
+        return CtProof(node, ctid, f"{node}/CT {ctid}", status, config, facts, gpu_devices(spec, facts))
 
     return reachable(read)  # type: ignore[no-any-return]
 
 
+@dataclass(frozen=True)
+class Inside:
+    """What the container's proofs read inside it, in one round trip."""
+
+    facts: ContainerFacts
+    present: set[str]  # those of the CT's device nodes that are character devices inside
+    hold: str | None  # the APT hold file's content (None: absent)
+
+
 @pytest.fixture(scope="module")
-def inside(ct: CtProof) -> ContainerFacts:
+def inside_reads(ct: CtProof) -> Inside:
     from gpuhost.acceptance.backend import node_connection
     from gpuhost.connection.pct import PctConnection
 
     if ct.status != "running":
         pytest.fail(f"ct.running {ct.subject}: CT {ct.ctid} is {ct.status or 'absent'}", pytrace=False)
-    return reachable(lambda: read_fact(PctConnection(node_connection(ct.node), ct.ctid), container_facts))  # type: ignore[no-any-return]
+
+    def read() -> Inside:
+        conn = PctConnection(node_connection(ct.node), ct.ctid)
+        tests = [f"test -c {shlex.quote(d)}" for d in ct.devices]
+        reads = [container_facts.command(), files.content.command(APT_HOLD_FILE), *tests]
+        facts, hold, *found = read_batch(conn, reads)
+        present = {d for d, r in zip(ct.devices, found, strict=True) if r.exit_code == 0}
+        return Inside(container_facts.parse(facts), present, files.content.parse(hold, APT_HOLD_FILE))
+
+    return reachable(read)  # type: ignore[no-any-return]
+
+
+@pytest.fixture(scope="module")
+def inside(inside_reads: Inside) -> ContainerFacts:
+    return inside_reads.facts
 
 
 def test_running(ct: CtProof, prove: Any) -> None:
@@ -74,33 +92,21 @@ def test_devices_configured(ct: CtProof, prove: Any) -> None:
     prove(checks.devices_configured, ct.config, ct.subject, ct.ctid, ct.devices)
 
 
-def test_device_nodes(ct: CtProof, inside: ContainerFacts, ct_host: Any, prove: Any) -> None:
-    present = {d for d in ct.devices if ct_host.run("test -c %s", d).rc == 0}
-    prove(checks.device_nodes, present, ct.subject, ct.devices)
+def test_device_nodes(ct: CtProof, inside_reads: Inside, prove: Any) -> None:
+    prove(checks.device_nodes, inside_reads.present, ct.subject, ct.devices)
 
 
-def test_gpus_listed(ct: CtProof, inside: ContainerFacts, prove: Any) -> None:
-    prove(checks.gpus_listed, inside, ct.subject, gpu_count(ct.devices))
+def test_driver_held(ct: CtProof, inside_reads: Inside, prove: Any) -> None:
+    prove(checks.driver_held, inside_reads.hold, ct.subject)
 
 
-def test_driver_match(ct: CtProof, inside: ContainerFacts, prove: Any) -> None:
-    if ct.module is None:
-        pytest.fail(f"ct.driver_match {ct.subject}: no NVIDIA kernel module is loaded on {ct.node}", pytrace=False)
-    prove(checks.driver_match, inside, ct.subject, ct.module)
-
-
-def test_driver_held(ct: CtProof, inside: ContainerFacts, ct_host: Any, prove: Any) -> None:
-    pref = ct_host.file(APT_HOLD_FILE)
-    prove(checks.driver_held, pref.content_string if pref.exists else None, ct.subject)
-
-
-def test_uvm(ct: CtProof, inside: ContainerFacts, prove: Any) -> None:
-    prove(checks.uvm, inside, ct.subject)
-
-
-def test_memlock(ct: CtProof, inside: ContainerFacts, prove: Any) -> None:
-    prove(checks.memlock, inside, ct.subject)
-
-
-def test_cuda_init(ct: CtProof, inside: ContainerFacts, prove: Any) -> None:
-    prove(checks.cuda_init, inside, ct.subject)
+@pytest.mark.parametrize("entry", CONTAINER_CHECKS, ids=[c.name for c in CONTAINER_CHECKS])
+def test_container(
+    ct: CtProof, inside: ContainerFacts, entry: ContainerCheck, prove: Any, request: pytest.FixtureRequest
+) -> None:
+    """The checks over the container's own facts, as the ``verify`` task of ``provision lxc`` runs them."""
+    request.node.user_properties += [("check", entry.name), ("subject", ct.subject)]
+    expect = container_expectation(ct.devices, ct.module)
+    if not entry.applies(expect):  # the suite always expects the driver: only the host's module can be missing
+        pytest.fail(f"{entry.name} {ct.subject}: no NVIDIA kernel module is loaded on {ct.node}", pytrace=False)
+    prove(entry.run, inside, ct.subject, expect)

@@ -4,6 +4,13 @@ from __future__ import annotations
 
 import re
 
+#: The most GPUs one capture may hold: the NVIDIA driver's own bound, "the maximum number of GPUs supported in a
+#: single system" (``NV_MAX_DEVICES 32``, NVIDIA/open-gpu-kernel-modules src/common/sdk/nvidia/inc/nvlimits.h).
+#: A matrix past it is no capture of one machine, and judging every pair of thousands of GPUs never ends.
+MAX_GPUS = 32
+#: The most bytes of one capture file read (an 8-GPU ``nvidia-smi -q`` is ~0.3 MB, every format here far less).
+MAX_CAPTURE_BYTES = 8 << 20
+
 #: Row index -> the row's values.
 Matrix = dict[int, list[float | None]]
 

@@ -6,8 +6,12 @@ row per source and ``SUM <name> <value>``. Posted excerpts often start at the ti
 end at ``SUM``, or stop mid-matrix, so a matrix is recognised by its title and named by
 whichever of ``Running``/``SUM`` is there (by the title alone when neither is). ``N/A``
 marks pairs without peer access. ``->`` means data flows from the row's GPU to the
-column's, ``<-`` the other way. Only copy-engine tests are judged; SM-copy tests measure
-another engine and are listed, not judged.
+column's, ``<-`` the other way. Copy-engine tests are judged first; an SM-copy test (a copy
+kernel) gives the figures only where the copy-engine test of the same kind is absent (a run
+of ``-t device_to_device_memcpy_read_sm`` alone still shows every pair's peer access and
+bandwidth). A named test's engine is its name's suffix, not the title's: nvbandwidth v0.2
+printed ``memcpy CE`` above ``device_to_device_memcpy_read_sm`` (NVIDIA/nvbandwidth#14,
+testcases_sm.cpp).
 
 ``Waiving <test>.`` means the tool skipped the test (for device-to-device tests: the
 peer mapping failed); ``Invalid value when checking the pattern`` / ``ASSERT ...
@@ -44,11 +48,16 @@ _BY_TITLE = {
 }
 UNI_TESTS = ("device_to_device_memcpy_write_ce", "device_to_device_memcpy_read_ce")
 BIDI_TESTS = ("device_to_device_bidirectional_memcpy_write_ce", "device_to_device_bidirectional_memcpy_read_ce")
+#: SM-copy device-to-device tests: their figures are the pairs' when no copy-engine test of that kind ran. The SM
+#: bidirectional tests report the sum of both directions (nvbandwidth README), not one stream, so they are not used.
+SM_UNI_TESTS = ("device_to_device_memcpy_write_sm", "device_to_device_memcpy_read_sm")
 HOST_TESTS = {
     "host_to_device_memcpy_ce": "h2d_gbps",
     "device_to_host_memcpy_ce": "d2h_gbps",
     "device_local_copy": "d2d_gbps",
 }
+#: SM-copy host tests: their figures are kept when the copy-engine test of the same direction is absent.
+SM_HOST_TESTS = {"host_to_device_memcpy_sm": "h2d_gbps", "device_to_host_memcpy_sm": "d2h_gbps"}
 
 
 def looks_like(text: str) -> bool:
@@ -100,6 +109,8 @@ def read_matrices(text: str) -> Reading:
         m.name = m.name or _BY_TITLE.get((m.engine, *m.key))
         if m.name is None:
             return
+        if m.name.endswith(("_ce", "_sm")):
+            m.engine = m.name[-2:].upper()  # the test's own engine (v0.2's read_sm title says CE)
         out.matrices[m.name] = m
 
     for raw in text.splitlines():
@@ -147,9 +158,9 @@ def read_matrices(text: str) -> Reading:
             out.partial.append(f"the capture ends after the title of {name}")
     if running is not None and not any(running in b for b in out.bad_data):
         out.partial.append(f"{running} printed no result: the capture ends there")
-    for m in out.matrices.values():
-        if m.engine == "CE" and m.key[0] == "GPU" and m.columns and len(m.rows) < m.columns:
-            out.partial.append(f"{m.name} shows {len(m.rows)} of {m.columns} rows")
+    for matrix in out.matrices.values():
+        if matrix.key[0] == "GPU" and matrix.columns and len(matrix.rows) < matrix.columns:
+            out.partial.append(f"{matrix.name} shows {len(matrix.rows)} of {matrix.columns} rows")
     return out
 
 
@@ -185,13 +196,14 @@ def parse(text: str) -> Evidence:
     if not tests and not reading.waived and not reading.bad_data:
         raise ProbeError("no nvbandwidth result matrix, waiver or data error found in the file")
 
-    for key, attr in HOST_TESTS.items():
+    for key, attr in (*HOST_TESTS.items(), *SM_HOST_TESTS.items()):
         if key in tests and tests[key].rows:
             for col, value in enumerate(tests[key].rows[0]):
                 g = gpus.setdefault(col, GpuEvidence(index=col))
-                setattr(g, attr, value)
+                if getattr(g, attr) is None:  # a copy-engine figure (read first) wins over an SM one
+                    setattr(g, attr, value)
 
-    uni_test = next((t for t in UNI_TESTS if t in tests), None)
+    uni_test = next((t for t in UNI_TESTS if t in tests), None) or next((t for t in SM_UNI_TESTS if t in tests), None)
     bidi_test = next((t for t in BIDI_TESTS if t in tests), None)
     uni = _cells(tests[uni_test]) if uni_test else {}
     bidi = _cells(tests[bidi_test]) if bidi_test else {}
@@ -219,9 +231,20 @@ def parse(text: str) -> Evidence:
     ]
     sm = sorted(name for name, m in tests.items() if m.engine == "SM")
     if sm:
-        notes.append(f"SM-copy tests are listed, not judged: {', '.join(sm)}")
-    if not pairs and not reading.waived:
+        kept = [t for t in sm if t in SM_HOST_TESTS and not any(c in tests for c in HOST_TESTS)]
+        kept += [t for t in sm if t == uni_test]
+        if kept:
+            notes.append(
+                f"SM-copy tests (copy kernels, not the copy engines): {', '.join(sm)}; their figures stand in where "
+                f"no copy-engine test measured the same: {', '.join(kept)}"
+            )
+        else:
+            notes.append(f"SM-copy tests are listed, not judged: {', '.join(sm)}")
+    d2d_failed = any(" in device_to_device" in b for b in reading.bad_data)
+    if not pairs and not reading.waived and not d2d_failed:
         notes.append("no device-to-device copy-engine test in this output")
+    elif not pairs and d2d_failed:
+        notes.append("the device-to-device test stopped on wrong data before printing its matrix: no pair figures")
     ev = Evidence(
         source="nvbandwidth",
         gpus=[gpus[k] for k in sorted(gpus)],
@@ -232,5 +255,6 @@ def parse(text: str) -> Evidence:
         integrity_failures=list(reading.bad_data),
     )
     if uni_test:
-        ev.p2p_copy = f"CE {'reads' if uni_test.endswith('read_ce') else 'writes'}, nvbandwidth {uni_test}"
+        engine = tests[uni_test].engine
+        ev.p2p_copy = f"{engine} {'reads' if '_read_' in uni_test else 'writes'}, nvbandwidth {uni_test}"
     return ev

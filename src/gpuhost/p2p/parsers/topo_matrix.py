@@ -14,7 +14,7 @@ import re
 from gpuhost.errors import ProbeError
 from gpuhost.p2p.evidence import Evidence, GpuEvidence, PairEvidence
 from gpuhost.p2p.links import is_link
-from gpuhost.p2p.parsers.common import strip_ansi
+from gpuhost.p2p.parsers.common import MAX_GPUS, strip_ansi
 
 _MULTIWORD = (("CPU Affinity", "CPU_Affinity"), ("NUMA Affinity", "NUMA_Affinity"), ("GPU NUMA ID", "GPU_NUMA_ID"))
 _ROW = re.compile(r"^\s*(GPU\d+|NIC\d+|mlx\S+)\s+(.*)$")
@@ -34,6 +34,10 @@ def _header(line: str) -> list[str] | None:
     ):
         return cols
     return None
+
+
+def _gpu_columns(cols: list[str]) -> list[str]:
+    return [c for c in cols if c.startswith("GPU") and c[3:].isdigit()]
 
 
 def looks_like(text: str) -> bool:
@@ -57,15 +61,22 @@ def parse(text: str) -> Evidence:
     for line in text.splitlines():
         if cols is None:
             cols = _header(line)
+            if cols is not None and len(_gpu_columns(cols)) > MAX_GPUS:
+                break  # refused below, before any row is read
             continue
         m = _ROW.match(line)
         if m:
             rows[m.group(1)] = m.group(2).split()
         elif line.strip().startswith("Legend"):
             break
+    if cols is not None and len(_gpu_columns(cols)) > MAX_GPUS:
+        raise ProbeError(
+            f"the topo -m header names {len(_gpu_columns(cols))} GPUs, more than one machine has (the NVIDIA "
+            f"driver's NV_MAX_DEVICES is {MAX_GPUS}): not a capture of one machine"
+        )
     if cols is None or not rows:
         raise ProbeError("no 'nvidia-smi topo -m' matrix found in the file")
-    gpu_cols = [c for c in cols if c.startswith("GPU") and c[3:].isdigit()]
+    gpu_cols = _gpu_columns(cols)
     nic_cols = [c for c in cols if c not in gpu_cols and not c.startswith(("CPU_", "NUMA_", "GPU_NUMA"))]
     gpus: list[GpuEvidence] = []
     pairs: list[PairEvidence] = []

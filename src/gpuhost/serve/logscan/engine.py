@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from collections import deque
 
 from pydantic import BaseModel, ConfigDict
 
 from gpuhost.checks import Finding, Level
-from gpuhost.serve.logscan.normalize import message, split_raw
+from gpuhost.serve.logscan.dispatch import CONTEXTS, refine
+from gpuhost.serve.logscan.normalize import bar_label, read_line, split_raw
 from gpuhost.serve.logscan.phases import Phase, PhaseTracker
 from gpuhost.serve.logscan.signatures import SIGNATURES, Signature
 
@@ -20,6 +22,7 @@ class Hit(BaseModel):
     signature: str
     finding: Finding
     lines: list[tuple[int, str]]
+    evidence: str = ""  # the message (shipper prefixes removed) of the first line that matched
 
     @property
     def fatal(self) -> bool:
@@ -37,6 +40,7 @@ class LogScanner:
         self._recent: deque[str] = deque(maxlen=max(s.window for s in self.signatures))
         self._lineno = 0
         self._partial = ""
+        self._contexts: set[re.Pattern[str]] = set()
 
     @property
     def hits(self) -> list[Hit]:
@@ -78,10 +82,16 @@ class LogScanner:
 
     def _one(self, raw: str) -> list[Finding]:
         self._lineno += 1
-        text = message(raw)
+        label = bar_label(raw)
+        if label is not None:  # a bar is not a message, but what it names is a phase (Capturing batches)
+            self.phases.feed(label)
+        text = read_line(raw).text
         if not text:
             return []
         self.phases.feed(text)
+        for ctx in CONTEXTS:
+            if ctx not in self._contexts and ctx.search(text):
+                self._contexts.add(ctx)
         new: list[Finding] = []
         for sig in self.signatures:
             if not any(p.search(text) for p in sig.patterns):
@@ -91,30 +101,41 @@ class LogScanner:
             if sig.near is not None and not any(sig.near.search(r) for r in list(self._recent)[-sig.window :]):
                 continue
             hit = self._hits.get(sig.name)
+            finding = self._finding(sig, text)
             if hit is not None:
                 if len(hit.lines) < sig.max_lines:
                     hit.lines.append((self._lineno, raw))
+                if finding.level > hit.finding.level:  # a warning first (NaN replaced), the crash later
+                    hit.finding, hit.evidence = finding, text
+                    new.append(finding)
                 continue
-            cause = sig.cause
-            if sig.name == "cuda-oom":
-                during = (
-                    "CUDA graph capture"
-                    if self.phases.capture_in_progress or "graph" in text.lower()
-                    else ("weight loading" if self.phases.state.phase < Phase.WEIGHTS_LOADED else "")
-                )
-                cause = f"during {during}: {cause}" if during else cause
-            finding = Finding(
-                level=sig.level,
-                check=sig.check_name,
-                subject=self.subject,
-                message=f"{sig.title}: {text[:300]}",
-                cause=cause,
-                fix=sig.fix,
-            )
-            self._hits[sig.name] = Hit(signature=sig.name, finding=finding, lines=[(self._lineno, raw)])
+            self._hits[sig.name] = Hit(signature=sig.name, finding=finding, lines=[(self._lineno, raw)], evidence=text)
             new.append(finding)
         self._recent.append(text)
         return new
+
+    def _finding(self, sig: Signature, text: str) -> Finding:
+        """The finding of ``sig`` on message ``text``: the cause and fix fitting the embedded error."""
+        cause, fix, level = sig.cause, sig.fix, sig.level
+        variant = refine(sig.name, text, self._contexts)
+        if variant is not None:
+            cause, fix = variant.cause, variant.fix
+            level = variant.level if variant.level is not None else level
+        if sig.name == "cuda-oom":
+            during = (
+                "CUDA graph capture"
+                if self.phases.capture_in_progress or "graph" in text.lower()
+                else ("weight loading" if self.phases.state.phase < Phase.WEIGHTS_LOADED else "")
+            )
+            cause = f"during {during}: {cause}" if during else cause
+        return Finding(
+            level=level,
+            check=sig.check_name,
+            subject=self.subject,
+            message=f"{sig.title}: {text[:300]}",
+            cause=cause,
+            fix=fix,
+        )
 
 
 def scan_text(text: str, subject: str = "sglang") -> LogScanner:

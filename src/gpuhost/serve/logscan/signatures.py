@@ -84,16 +84,31 @@ SIGNATURES: list[Signature] = [
         "NaN/inf in the sampling probabilities",
         Level.FAIL,
         _p(
+            # torch.multinomial's error: sampled batches only; an all-greedy batch (temperature 0, gpuhost's
+            # smoke, canary and bench) takes argmax and never raises it (sglang 0.5.23 layers/sampler.py:207,
+            # is_all_greedy): NaN there gives wrong tokens and null logprobs, caught by serve.canary/serve.logprobs
             r"probability tensor contains either .?inf.?, .?nan.? or element < 0",
-            r"NaN detected",
+            # the assert of SGLANG_ENABLE_NAN_LOGITS_CHECK=1 (utils/async_probe.py:129, f"NaN detected! {msg}")
+            r"NaN detected! ",
+            # older SGLang's own check, logged and the logits replaced (the server stays up; a WARN by the
+            # dispatch table): "Detected errors during sampling! NaN in the logits." (sglang#1953, PR #14369)
             r"NaN in the logits",
-            r"Detected errors during sampling",
         ),
         "the model produced NaN/inf logits: on SM120 a CUTLASS FP4 GEMM race (flashinfer#2708, fixed from "
         "flashinfer 0.6.12 / SGLang 0.5.15), a wrong attention backend or KV dtype, or a stale JIT cache",
         "use SGLang >= 0.5.17 with the DSA path; clear the FlashInfer JIT cache; try "
         "--cuda-graph-backend-decode disabled to tell graph from kernel issues",
-        source="seeds 004; flashinfer#2708; InternLM#459",
+        source="seeds 004; flashinfer#2708; InternLM#459; sglang 0.5.23 layers/sampler.py, utils/async_probe.py",
+    ),
+    Signature(
+        "nan-sanitized",
+        "NaN logits sanitized before sampling (server still up)",
+        Level.WARN,
+        _p(r"NaN detected in .*; values were sanitized before sampling"),
+        "with SGLANG_SANITIZE_NAN_LOGITS=1 SGLang replaces NaN logits and keeps serving, logging this once "
+        "(sglang 0.5.23 utils/async_probe.py:41): the answers of that step are not the model's",
+        "treat it as the NaN crash: run gpuhost verify serve (canary, logprobs); see sglang.log.nan-in-sampling",
+        source="sglang 0.5.23 utils/async_probe.py:41, environ.py SGLANG_SANITIZE_NAN_LOGITS",
     ),
     Signature(
         "cuda-oom",
@@ -148,16 +163,6 @@ SIGNATURES: list[Signature] = [
         "on SM120 with FP8 KV only flashinfer_sparse_mla (and triton_sparse_mla for prefill) is accepted",
         "leave --dsa-*-backend unset or set flashinfer_sparse_mla; set --kv-cache-dtype fp8_e4m3",
         source="sglang-2026-12 1.2 (flash_mla_sm120.py)",
-    ),
-    Signature(
-        "dsa-metadata-attribute",
-        "Sparse-attention metadata attribute error",
-        Level.FAIL,
-        _p(r"'\w*(?:Prefill|Decode|NSA|DSA)\w*Metadata' object has no attribute"),
-        "the NSA/DSA attention path hit a missing metadata field under chunked prefill at high concurrency "
-        "with the radix cache on (page_table_1_flattened)",
-        "use SGLang >= 0.5.17 with the DSA path, or --disable-radix-cache",
-        source="seeds 000; probe-and-sglang (iii)",
     ),
     Signature(
         "shared-experts-mismatch",
@@ -223,8 +228,13 @@ SIGNATURES: list[Signature] = [
         _p(
             r"[Aa]ddress already in use",
             r"\[Errno 98\]",
-            r"\w+_port at \d+ is not available",
-            r"port \d+ is (?:already )?in use",
+            # the final error once the wait is over: "{port_name} at {port} is not available in {timeout_s} seconds."
+            # (0.5.23 srt/utils/network.py); the names are dist_init_port, port_base, nccl_port, metrics_port, …
+            r"\b(?:\w+_port|port_base) at \d+ is not available",
+            # not the lines SGLang prints while it waits for the port (up to SGLANG_WAIT_PORT_TIMEOUT, 30 s): "The
+            # port N is in use, but we could not find the process that uses it." and "port N is in use. Waiting
+            # for i seconds for X to be available." (0.5.23 srt/utils/network.py, wait_port_available)
+            r"port \d+ is (?:already )?in use(?!, but we could not find)(?!\. Waiting for \d+ seconds)",
         ),
         "another process (often a previous server that did not exit) holds the port",
         "stop the old server (and check GPU memory is freed) or pick another --port",
@@ -283,7 +293,6 @@ SIGNATURES: list[Signature] = [
         _p(
             r"Scheduler hit an exception",
             r"Received sigquit from a child process",
-            r"TpModelWorkerClient hit an exception",
             r"in run_scheduler_process$",
             r"DataParallelController hit an exception",
         ),
@@ -314,27 +323,69 @@ SIGNATURES: list[Signature] = [
         "Custom all-reduce found no GPU P2P",
         Level.WARN,
         _p(r"[Cc]ustom ?[Aa]llreduce is disabled because your platform lacks GPU P2P capability"),
-        "GPU peer-to-peer failed SGLang's own test: all-reduce goes through host memory (slow)",
+        "GPU peer-to-peer failed SGLang's own test (at most 2 PCIe GPUs, or NVLink, with custom all-reduce on): "
+        "all-reduce goes through host memory. On more than 2 PCIe GPUs SGLang disables custom all-reduce before "
+        "this test (sglang 0.5.23 custom_all_reduce_utils.py:492-498), so this line never appears there: "
+        "gpuhost verify p2p is what proves P2P on the 8-GPU profiles",
         "run gpuhost verify p2p; fix IOMMU passthrough / pcie=1 / ACS",
-        source="probe-and-sglang (iii); seeds 004",
+        source="sglang 0.5.23 distributed/device_communicators/custom_all_reduce_utils.py:500-508; seeds 004",
     ),
     Signature(
-        "deepgemm-scale-format",
-        "DeepGEMM scale-format warning",
-        Level.WARN,
-        _p(r"DeepGemm is enabled but the scale_fmt of checkpoint is not ue8m0"),
-        "DeepGEMM on Blackwell with a non-ue8m0 checkpoint (SGLang <= 0.5.15): possible accuracy loss",
-        "use SGLang >= 0.5.17",
-        source="seeds 004",
+        "cuda-illegal-memory-access",
+        "CUDA illegal memory access",
+        Level.FAIL,
+        _p(r"an illegal memory access was encountered", r"cudaErrorIllegalAddress", r"Warp illegal address"),
+        "a CUDA kernel read or wrote outside its memory; the CUDA context is lost, the rank dies and the others "
+        "follow. The line that reports it is often not the culprit: CUDA errors are asynchronous",
+        "rerun with CUDA_LAUNCH_BLOCKING=1 (or compute-sanitizer) to name the kernel; --disable-cuda-graph tells a "
+        "graph-replay bug apart; try another --attention-backend / --moe-runner-backend",
+        source="sglang#3892, sglang#22987, sglang#5491, sglang#5029",
     ),
     Signature(
-        "transformers-rope-warning",
-        "Transformers version warning for the model type",
-        Level.WARN,
-        _p(r"Transformers version [\d.]+ is used for model type"),
-        "SGLang warns that this Transformers version may mis-handle the model's RoPE parameters",
-        "use the Transformers version the SGLang release pins",
-        source="seeds 004",
+        "no-kernel-image",
+        "No kernel image for this GPU",
+        Level.FAIL,
+        _p(r"no kernel image is available for execution on the device", r"cudaErrorNoKernelImageForDevice"),
+        "a CUDA binary (PyTorch, sgl-kernel or FlashInfer: the line names the kernel) has no code for this GPU's "
+        "compute capability: Blackwell SM120 (RTX 50xx, RTX PRO 6000) needs CUDA 12.8+ builds, and newer wheels "
+        "drop old GPUs (V100 SM70, T4 SM75)",
+        "compare nvidia-smi --query-gpu=compute_cap with torch.cuda.get_arch_list(); install the builds for that "
+        "architecture (cu128 or later wheels, or the SGLang image for Blackwell); no SGLang flag fixes it",
+        source="sglang#748, sglang#831, flashinfer#920, sglang#7249",
+    ),
+    Signature(
+        "flashinfer-jit-build-failed",
+        "FlashInfer could not build a kernel (JIT)",
+        Level.FAIL,
+        _p(
+            r"CalledProcessError: Command '\['ninja'",
+            r"No such file or directory: 'ninja'",
+            r"RuntimeError: Ninja build failed",
+            r"(?i)flashinfer.*nvcc: (?:command )?not found",
+            r"RuntimeError: Could not find nvcc",
+            r"^/bin/sh: \d+: \S*nvcc: not found",
+            r"No such file or directory: '[^']*nvcc'",
+        ),
+        "FlashInfer compiles kernels at first use (JIT, into ~/.cache/flashinfer) with ninja and nvcc; the build "
+        "failed or could not start",
+        "read the compiler's first 'error:' line above the CalledProcessError; pip install ninja; install the CUDA "
+        "toolkit matching torch (SM120 needs nvcc 12.8+) and set CUDA_HOME; remove ~/.cache/flashinfer and retry; "
+        "or install flashinfer-jit-cache so nothing is compiled",
+        source="THUDM/slime#1314, transformerlab/transformerlab-api#381, flashinfer#1919, vllm#21960",
+    ),
+    Signature(
+        "python-module-missing",
+        "A Python module the server imports is not installed",
+        Level.FAIL,
+        # the last line of an uncaught ImportError; SGLang's own optional imports log "Ignore import error when
+        # loading …: No module named …" instead, which this does not match
+        _p(r"^ModuleNotFoundError: No module named '[\w.]+'"),
+        "the Python environment the server runs in lacks a package it imports (the line names the module): a "
+        "partial install, another venv or interpreter than the one SGLang was installed into, or a dependency "
+        "this version did not declare",
+        "install the missing package into the environment that runs the server (for 'zmq': pip install pyzmq), or "
+        "reinstall SGLang with its dependencies there (pip install 'sglang[all]' for that release)",
+        source="sgl-project/sglang#167",
     ),
     Signature(
         "python-traceback",

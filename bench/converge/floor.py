@@ -26,18 +26,29 @@ import paramiko  # noqa: E402
 WANT_CONF = "options vfio-pci ids=10de:2335,10de:22a3 disable_vga=1\n"
 
 
-def check(address: str, key_file: str, known_hosts: str, changes: list[int]) -> None:
+def connect(address: str, key_file: str, known_hosts: str) -> paramiko.SSHClient:
+    """root@address:22 with the key, the host key checked against known_hosts (strict), TCP_NODELAY."""
     sock = socket.create_connection((address, 22), timeout=10)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     client = paramiko.SSHClient()
     client.load_host_keys(known_hosts)
     client.set_missing_host_key_policy(paramiko.RejectPolicy())
     client.connect(address, 22, "root", key_filename=key_file, look_for_keys=False, allow_agent=False, sock=sock)
+    return client
+
+
+def command(client: paramiko.SSHClient, cmd: str) -> tuple[int, str]:
+    """One remote command (one round trip): its exit status and stdout."""
+    _, out, _ = client.exec_command(cmd)
+    text = out.read().decode()
+    return out.channel.recv_exit_status(), text
+
+
+def check(address: str, key_file: str, known_hosts: str, changes: list[int]) -> None:
+    client = connect(address, key_file, known_hosts)
 
     def run(cmd: str) -> tuple[int, str]:
-        _, out, _ = client.exec_command(cmd)
-        text = out.read().decode()
-        return out.channel.recv_exit_status(), text
+        return command(client, cmd)
 
     changed = 0
     _, modules = run("cat /etc/modules")

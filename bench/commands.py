@@ -1,0 +1,254 @@
+"""The converged operator commands on the lab: wall time and round trips of a re-run that changes nothing.
+
+    flock /tmp/gpuhost-integration.lock python3 bench/commands.py            # 3 rounds after a warm-up
+    flock /tmp/gpuhost-integration.lock python3 bench/commands.py --rounds 5 --json
+    flock /tmp/gpuhost-integration.lock python3 bench/commands.py --only provision,verify-lxc
+    python3 bench/commands.py --src OLD/src --src src   # two trees in turn on the same labs, paired ratios
+
+Needs root (the lab's namespaces) and the lab lock: it starts lab nodes on the tests' addresses. Two labs:
+
+* ``provision``: one node with 8 simulated GPUs (systemd-boot, AMD), the lab inventory's CT 200. The first
+  ``gpuhost provision lxc --allow-reboot --allow-restart`` builds it (the host path, a reboot, the container,
+  the driver); then each round times a converged ``provision lxc`` and ``verify lxc``.
+* ``serve``: the launch tests' node (2 GPUs, the host driver, CT 230 with the driver's userspace and a
+  ``serve:`` entry; ``tests/integration/lab/test_launch_sglang.py``). The first ``gpuhost launch sglang``
+  installs and starts the SGLang stand-in; then each round times a converged ``launch sglang`` and
+  ``verify serve``.
+
+Every command runs as a user runs it (a subprocess, ``--json``); each must exit 0 and (for the playbook
+commands) report 0 changes. Round trips are the report's own count: ``hosts.NAME.round_trips`` (remote commands
+after connecting, the node's and its guests') for ``provision`` and ``launch``, ``round_trips`` for ``verify``.
+Medians over the measured rounds. A busy shared machine: compare figures of the same run only.
+
+The floor of each lab (``bench/commands_floor.py``, once a round): a paramiko script doing the command's checks
+over one connection, one remote command each (IOMMU on, the host driver, the container's config and status, the
+container's driver equal to the host's; or the container running, its unit active, ``/health`` 200 from inside
+it). Each command's figure over its lab's floor is paired per round (the median of the round's ratios).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "src")]
+
+from gpuhost.lab import manager  # noqa: E402
+from gpuhost.lab.spec import NodeSpec  # noqa: E402
+from tests.lab_fixtures import lab_address, start_lab  # noqa: E402
+
+COMMANDS = ("provision", "verify-lxc", "launch", "verify-serve")
+#: a remote command's line in a run log: "STAMP [HOST] 0.012s rc=0 $ COMMAND" (gpuhost.cli.verbose.format_record)
+_COMMAND_LINE = re.compile(r"^\S+ \[(?P<host>[^\]]+)\] (?P<took>\S+) rc=\S+ \$ (?P<cmd>.*)$")
+
+
+def gpuhost(src: Path, inventory: Path, *args: str, report: bool = True) -> tuple[float, dict[str, Any]]:
+    """``gpuhost ARGS -i INVENTORY`` (``--json`` with ``report``, its object returned), which must exit 0."""
+    env = {**os.environ, "PYTHONPATH": str(src), "COLUMNS": "200", "NO_COLOR": "1"}
+    start = time.perf_counter()
+    r = subprocess.run(
+        [sys.executable, "-m", "gpuhost", *args, "-i", str(inventory), *(("--json",) if report else ())],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=900,
+        check=False,
+    )
+    wall = time.perf_counter() - start
+    if r.returncode != 0 or (report and not r.stdout.startswith("{")):
+        raise SystemExit(f"gpuhost {' '.join(args)} ({src}) exited {r.returncode}:\n{(r.stdout + r.stderr)[-3000:]}")
+    return wall, json.loads(r.stdout) if report else {}
+
+
+def remote_commands(log: Path) -> list[str]:
+    """The remote commands a run's ``--log`` recorded (``gpuhost.remote``), each cut to its first line."""
+    if not log.exists():
+        return []
+    found = (_COMMAND_LINE.match(ln) for ln in log.read_text().splitlines())
+    return [f"[{m['host']}] {m['took']} {m['cmd'][:160]}" for m in found if m]
+
+
+Job = Callable[[Path, str, int], dict[str, Any]]
+
+
+def measured(name: str, inventory: Path, args: tuple[str, ...], logs: Path) -> Job:
+    def once(src: Path, tree: str, rnd: int) -> dict[str, Any]:
+        log = logs / f"{name.replace(' ', '-')}-{tree}-{rnd}.log"
+        playbook = args[0] in ("provision", "launch")
+        wall, doc = gpuhost(src, inventory, *args, *(("--log", str(log)) if playbook and rnd == 0 else ()))
+        if "hosts" in doc:  # a playbook run
+            changed = sum(int(h["changed"]) for h in doc["hosts"].values())
+            if changed:
+                raise SystemExit(f"{name} ({tree}): {changed} change(s) on a converged re-run")
+            trips = sum(int(h.get("round_trips") or 0) for h in doc["hosts"].values())
+        else:  # a verify report
+            trips = int(doc.get("round_trips") or 0)
+        out: dict[str, Any] = {"command": name, "tree": tree, "wall_s": round(wall, 3), "round_trips": trips}
+        if playbook and rnd == 0:  # the warm-up's log: which commands they were
+            out["commands"] = remote_commands(log)
+        return out
+
+    return once
+
+
+def floor_job(name: str, handle: Any, node: str, *check: str) -> Job:
+    """``bench/commands_floor.py``: the same checks in one paramiko connection (a subprocess, as a user runs it)."""
+    script = ROOT / "bench" / "commands_floor.py"
+    address = handle.node(node).address
+
+    def once(_src: Path, _tree: str, _rnd: int) -> dict[str, Any]:
+        argv = [sys.executable, str(script), str(handle.client_key), str(handle.known_hosts), address, *check]
+        start = time.perf_counter()
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+        wall = time.perf_counter() - start
+        if r.returncode != 0:
+            raise SystemExit(f"{name}: {r.stdout}{r.stderr}")
+        return {"command": name, "tree": "floor", "wall_s": round(wall, 3), "round_trips": 0}
+
+    return once
+
+
+def provision_lab(state: Path, srcs: list[Path]) -> tuple[Any, Path]:
+    spec = NodeSpec("pve1", lab_address(18, 1), boot="systemd-boot", cpu="amd", pve=8, gpus=8)
+    handle = start_lab(state, [spec])
+    for src in srcs:  # the first builds it; each tree then converges it its own way (nothing to change after)
+        gpuhost(src, handle.inventory, "provision", "lxc", "--allow-reboot", "--allow-restart", report=False)
+    return handle, handle.inventory
+
+
+def serve_lab(state: Path, srcs: list[Path]) -> tuple[Path, Any, Any]:
+    from tests.integration.lab.test_launch_sglang import serving_lab
+
+    gen = serving_lab(state, lab_address(18, 9))
+    handle = next(gen)
+    inventory = handle.state_dir / "launch.yml"
+    for src in srcs:
+        gpuhost(src, inventory, "launch", "sglang", report=False)  # a first start's progress lines
+    return inventory, gen, handle
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=3, help="measured rounds after one warm-up (default 3)")
+    ap.add_argument("--only", default=",".join(COMMANDS), help=f"comma list of {', '.join(COMMANDS)}")
+    ap.add_argument("--json", action="store_true", help="print one JSON object")
+    ap.add_argument(
+        "--src",
+        type=Path,
+        action="append",
+        help="a gpuhost src to time (repeat: the trees take turns on the same labs, paired per round; "
+        "default: this checkout's)",
+    )
+    args = ap.parse_args(argv)
+    srcs = [p.resolve() for p in (args.src or [ROOT / "src"])]
+    trees = [f"{i}:{p.parent.name}" for i, p in enumerate(srcs)]
+    wanted = [c for c in args.only.split(",") if c]
+    log = sys.stderr if args.json else sys.stdout
+    runs: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="gpuhost-bench-commands-") as tmp:
+        cleanup: list[Callable[[], None]] = []
+        try:
+            jobs: list[Job] = []
+            floors: list[Job] = []  # one per lab, run once a round
+            logs = Path(tmp) / "logs"
+            logs.mkdir()
+            if {"provision", "verify-lxc"} & set(wanted):
+                print("provision lab: building (first provision lxc) ...", file=log)
+                handle, inv = provision_lab(Path(tmp) / "plab", srcs)
+                cleanup.append(lambda h=handle: (h.close(), manager.down(h.state_dir)))
+                if "provision" in wanted:
+                    again = ("provision", "lxc", "--allow-reboot", "--allow-restart")
+                    jobs.append(measured("provision lxc", inv, again, logs))
+                if "verify-lxc" in wanted:
+                    jobs.append(measured("verify lxc", inv, ("verify", "lxc"), logs))
+                floors.append(floor_job("floor lxc", handle, "pve1", "lxc", "200"))
+            if {"launch", "verify-serve"} & set(wanted):
+                print("serve lab: building (first launch sglang) ...", file=log)
+                sinv, gen, shandle = serve_lab(Path(tmp) / "slab", srcs)
+                cleanup.append(gen.close)
+                if "launch" in wanted:
+                    jobs.append(measured("launch sglang", sinv, ("launch", "sglang"), logs))
+                if "verify-serve" in wanted:
+                    jobs.append(measured("verify serve", sinv, ("verify", "serve"), logs))
+                url = f"http://{shandle.node('sgl').address}:30000/health"
+                floors.append(floor_job("floor serve", shandle, "sgl", "serve", "230", url))
+            for rnd in range(args.rounds + 1):
+                for job in jobs:
+                    turn = list(zip(srcs, trees, strict=True))
+                    shift = rnd % len(turn)
+                    for src, tree in turn[shift:] + turn[:shift]:  # the trees' order rotates
+                        runs.append({**job(src, tree, rnd), "round": rnd})
+                for floor in floors:
+                    runs.append({**floor(ROOT, "floor", rnd), "round": rnd})
+                print(f"round {rnd}{' (warm-up)' if rnd == 0 else ''} done", file=log)
+        finally:
+            for undo in reversed(cleanup):
+                undo()
+    summary: dict[str, dict[str, dict[str, float]]] = {}
+    for name in dict.fromkeys(r["command"] for r in runs):
+        for tree in trees if not name.startswith("floor") else ["floor"]:
+            mine = [r for r in runs if r["command"] == name and r["tree"] == tree and r["round"] > 0]
+            summary.setdefault(name, {})[tree] = {
+                "wall_s": round(statistics.median(r["wall_s"] for r in mine), 3),
+                "wall_min_s": min(r["wall_s"] for r in mine),
+                "wall_max_s": max(r["wall_s"] for r in mine),
+                "round_trips": max(r["round_trips"] for r in mine),
+            }
+    over_floor: dict[str, float] = {}  # paired: the median over rounds of the last tree's time over its lab's floor
+    walls = {(r["command"], r["tree"], r["round"]): r["wall_s"] for r in runs if r["round"] > 0}
+    for name in summary:
+        floor = "floor lxc" if name in ("provision lxc", "verify lxc") else "floor serve"
+        if name.startswith("floor") or floor not in summary:
+            continue
+        pairs = [walls[(name, trees[-1], k)] / walls[(floor, "floor", k)] for k in range(1, args.rounds + 1)]
+        over_floor[name] = round(statistics.median(pairs), 3)
+    ratios: dict[str, float] = {}
+    if len(trees) > 1:  # paired: the median over rounds of the last tree's time over the first's
+        for name in summary:
+            if name.startswith("floor"):
+                continue
+            by = {(r["tree"], r["round"]): r["wall_s"] for r in runs if r["command"] == name and r["round"] > 0}
+            pairs = [by[(trees[-1], k)] / by[(trees[0], k)] for k in range(1, args.rounds + 1)]
+            ratios[name] = round(statistics.median(pairs), 3)
+    doc = {
+        "schema": "gpuhost.bench.commands/1",
+        "cpus": os.cpu_count(),
+        "load": Path("/proc/loadavg").read_text().split()[:3],
+        "rounds": args.rounds,
+        "trees": dict(zip(trees, map(str, srcs), strict=True)),
+        "medians": summary,
+        "ratios_last_over_first": ratios,
+        "ratios_over_floor": over_floor,
+        "runs": runs,
+    }
+    if args.json:
+        print(json.dumps(doc, indent=2))
+        return 0
+    print(f"{os.cpu_count()} CPUs, load {doc['load']}; {args.rounds} rounds after a warm-up")
+    print(f"{'command':<16}{'tree':<22}{'median':>9}{'min':>8}{'max':>8}{'trips':>7}")
+    for name, per in summary.items():
+        for tree, m in per.items():
+            print(
+                f"{name:<16}{tree:<22}{m['wall_s']:>8.2f}s{m['wall_min_s']:>7.2f}s{m['wall_max_s']:>7.2f}s"
+                f"{m['round_trips']:>7.0f}"
+            )
+        if name in ratios:
+            print(f"{'':<16}{'last / first':<22}{ratios[name]:>8.2f}x")
+        if name in over_floor:
+            print(f"{'':<16}{'last / floor':<22}{over_floor[name]:>8.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

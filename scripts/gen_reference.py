@@ -39,12 +39,91 @@ from pydantic_core import PydanticUndefined  # noqa: E402
 SKIP_MODULES = ("gpuhost.tools", "gpuhost.probe")
 
 #: How each check group is introduced on the troubleshooting page (a new group still appears, untitled).
+#: what the operator sees → the checks that explain it (the top of the troubleshooting page: by symptom first)
+SYMPTOMS: list[tuple[str, list[str]]] = [
+    (
+        "After the reboot the kernel command line lacks the IOMMU tokens, or passthrough is off",
+        ["host.cmdline_booted", "host.cmdline_configured", "host.iommu_passthrough", "host.iommu_groups"],
+    ),
+    (
+        "`nvidia-smi` on the host fails, or says Driver/library version mismatch",
+        ["host.nvidia_module", "host.nvidia_api_mismatch", "host.gpu_init", "installer.nvidia"],
+    ),
+    (
+        "The NVIDIA installer stopped with an error",
+        ["installer.nvidia"],
+    ),
+    (
+        "The container does not start, or starts without its GPUs",
+        ["ct.running", "ct.devices_configured", "ct.device_nodes", "host.nvidia_uvm"],
+    ),
+    (
+        "`nvidia-smi` in the container lists fewer GPUs, or another driver version than the host",
+        ["ct.gpus_listed", "ct.driver_match", "ct.driver_held"],
+    ),
+    (
+        "CUDA fails to initialise in the container (`cuInit`, out of memory at once)",
+        ["ct.cuda_init", "ct.uvm", "ct.memlock", "sglang.log.nvidia-uvm-missing"],
+    ),
+    (
+        "A GPU VM does not start, or its guest sees no GPU",
+        ["vm.running", "vm.vfio_bound", "host.vfio_bound", "vm.q35", "vm.pcie", "vm.functions", "vm.guest_driver"],
+    ),
+    (
+        "GPU to GPU copies are slow, or P2P is reported unavailable",
+        ["p2p-status", "p2p-measured", "p2p-vs-staged", "link-width", "link-gen", "vm.cliques", "host.iommu_faults"],
+    ),
+    (
+        "NCCL hangs or times out (all-reduce, multi-node start)",
+        ["nccl", "sglang.log.nccl-timeout", "sglang.log.dist-init-timeout", "sglang.log.nccl-error", "serve.nccl-env"],
+    ),
+    (
+        "SGLang exits at start-up (arguments, model type, kernels)",
+        [
+            "sglang.log.bad-arguments",
+            "sglang.log.transformers-model-type",
+            "sglang.log.arch-unsupported-kernel",
+            "sglang.log.no-kernel-image",
+            "sglang.log.flashinfer-jit-build-failed",
+            "serve.flags",
+        ],
+    ),
+    (
+        "SGLang runs out of GPU memory, or hangs in CUDA graph capture",
+        ["sglang.log.cuda-oom", "sglang.log.kv-pool-too-small", "sglang.log.graph-capture-failed"],
+    ),
+    (
+        "The server answers `/health` but its answers are wrong, NaN, or it dies on the first query",
+        ["serve.smoke", "serve.canary", "serve.logprobs", "sglang.log.nan-in-sampling", "serve.server-info"],
+    ),
+    (
+        "The server never becomes ready, or `/health` does not answer",
+        ["serve.unit", "serve.health", "sglang.log.port-in-use", "sglang.log.watchdog-timeout"],
+    ),
+    (
+        "A benchmark level fails, or its figures make no sense",
+        [
+            "bench.failed-requests",
+            "bench.incomplete-result",
+            "bench.figures-sane",
+            "bench.token-counts",
+            "bench.not-compute-bound",
+        ],
+    ),
+]
+
+
 GROUPS: dict[str, tuple[str, str]] = {
     "host": (
         "Host checks",
         "Emitted by `gpuhost verify host`, by the last task of `provision host` / `provision lxc`, and by the "
         "acceptance suite. They read the host's facts (`/proc/cmdline`, boot loader files, dmesg, modules, "
         "`nvidia-smi`).",
+    ),
+    "installer": (
+        "NVIDIA installer log",
+        "Emitted by `gpuhost doctor nvidia-installer` from `/var/log/nvidia-installer.log` (or any saved output "
+        "of the `.run` installer).",
     ),
     "container": (
         "Container checks",
@@ -66,6 +145,11 @@ GROUPS: dict[str, tuple[str, str]] = {
     "sglang-log": (
         "SGLang crash and warning signatures",
         "Matched by the log doctor (`gpuhost doctor`) in SGLang's journal while it starts and serves.",
+    ),
+    "doctor": (
+        "Whole-stack doctor",
+        "Emitted by `gpuhost doctor -i INV` itself, about what it could or could not read. See "
+        "[Doctor](doctor.md) for how it ranks every finding on this page.",
     ),
 }
 
@@ -490,9 +574,12 @@ def anchor(check_name: str) -> str:
 def page_troubleshooting() -> str:
     registry = import_all_checks()
     fns = check_functions()
+    from gpuhost.checks.table import CONTAINER_CHECKS, HOST_CHECKS
     from gpuhost.serve.logscan.signatures import SIGNATURES
     from gpuhost.serve.rules import RULES
 
+    host_table = {c.name: c for c in HOST_CHECKS}
+    ct_table = {c.name: c for c in CONTAINER_CHECKS}
     sigs = {s.check_name: s for s in SIGNATURES}
     rules = {r.name: r for r in RULES}
     groups: dict[str, list[Any]] = {}
@@ -509,7 +596,16 @@ def page_troubleshooting() -> str:
         '!!! tip "First, the levels"\n    `FAIL` stops the run (exit 1); `WARN` is worth reading but passes; '
         "`INFO` is context; `PASS` is proof. A finding's own `cause` and `fix` (in the report) are specific to "
         "the machine; the text here is the general case.\n",
+        "## By symptom\n",
+        "What you see, then the checks that tell why, in the order to read them.\n",
+        "| what you see | checks |\n|---|---|",
     ]
+    for symptom, names in SYMPTOMS:
+        missing = [n for n in names if n not in registry]
+        if missing:
+            raise RuntimeError(f"troubleshooting symptom {symptom!r} names unknown checks {missing}")
+        out.append(f"| {_cell(symptom)} | " + ", ".join(f"[`{n}`](#{anchor(n)})" for n in names) + " |")
+    out += ["", "Then every check, by group: what it means, how gpuhost detected it, the fix.\n"]
     for g in order:
         title, intro = GROUPS.get(g, (f"Group `{g}`", ""))
         out.append(f"## {title}\n")
@@ -524,8 +620,32 @@ def page_troubleshooting() -> str:
             out.append(f"Check `{info.name}`.\n")
             out.append(f"**What it means.** {info.meaning.strip()}\n")
             out.append("**How gpuhost detected it.** " + _detection(info.name, fns, sigs, rules) + "\n")
+            if info.name in host_table:
+                out.append(f"**When it runs.** On every node expected to show {host_table[info.name].wanted}.\n")
+            elif info.name in ct_table:
+                out.append(f"**When it runs.** In every GPU container expected to show {ct_table[info.name].wanted}.\n")
             out.append(f'!!! success "Fix"\n    {" ".join(info.fix.split())}\n')
+            out.append(_doctor_line(info.name))
     return "\n".join(out)
+
+
+def _doctor_line(name: str) -> str:
+    """Where `gpuhost doctor` ranks a check and the command it prints for it (docs/doctor.md#ranking)."""
+    from gpuhost.doctor.commands import Where, command_for
+    from gpuhost.doctor.rank import EXPLAINS, stage_of
+
+    text = f"**In `gpuhost doctor`.** Stage *{stage_of(name)}* of the [ranking](doctor.md#ranking)"
+    explains = EXPLAINS.get(name, ())
+    if explains:
+        text += "; ranked above what it explains: " + ", ".join(f"[`{c}`](#{anchor(c)})" for c in explains)
+    guest = name.startswith(("ct.", "serve.", "sglang.", "bench."))
+    where = Where("INV", "NODE", ctid=200 if guest else None, vmid=300 if name.startswith("vm.") else None)
+    if name == "serve.admission-queueing":
+        where = Where("INV", "NODE", ctid=200, levels="64,256")  # the seeds' bound and the load it met
+    command = command_for(name, where)
+    if command is not None:
+        text += f"; its fix command: `{command}`"
+    return text + ".\n"
 
 
 def _detection(name: str, fns: dict[str, Any], sigs: dict[str, Any], rules: dict[str, Any]) -> str:
@@ -540,6 +660,7 @@ def _detection(name: str, fns: dict[str, Any], sigs: dict[str, Any], rules: dict
             text += f"\n    only when `{_code_inline(s.near.pattern)}` matched within the {s.window} lines before.\n"
         if s.source:
             text += f"\nSources: {s.source}.\n"
+        text += _variants(s.name)
         return "\n" + _dedent4(text)
     parts = []
     fn = fns.get(name)
@@ -556,6 +677,24 @@ def _detection(name: str, fns: dict[str, Any], sigs: dict[str, Any], rules: dict
     if name in rules:
         parts.append(f"Validator rule; source: {rules[name].source}.")
     return " ".join(parts) if parts else "(registered without a function)"
+
+
+def _variants(signature: str) -> str:
+    """The cause and fix the log doctor gives instead when the matched line embeds a known error."""
+    from gpuhost.serve.logscan.dispatch import VARIANTS
+
+    rows = [v for v in VARIANTS if v.signature == signature]
+    if not rows:
+        return ""
+    out = ["\nWhen the matched line says (first that fits):\n"]
+    for v in rows:
+        when = f"`{_code_inline(v.when.pattern)}`"
+        if v.context is not None:
+            when += " and the log shows GLM-5, FP4 or SM120"
+        level = f" (level {v.level.name})" if v.level is not None else ""
+        src = f" Source: {v.source}." if v.source else ""
+        out.append(f"- {when}{level}: {v.cause}. Fix: {v.fix}.{src}")
+    return "\n".join(out) + "\n"
 
 
 def _code_inline(s: str) -> str:
@@ -579,7 +718,15 @@ def pages() -> dict[str, str]:
         "reference/errors.md": page_errors(),
         "reference/schemas.md": page_schemas(),
         "troubleshooting.md": page_troubleshooting(),
+        "fidelity.md": page_fidelity(),
     }
+
+
+def page_fidelity() -> str:
+    """What the lab reproduces, with each behaviour's real source (``gpuhost.lab.fidelity``)."""
+    from gpuhost.lab.fidelity import render
+
+    return render()
 
 
 def on_files(files: Any, config: Any) -> Any:

@@ -7,4 +7,4 @@ cd "$(dirname "$0")/.."
 .venv/bin/ruff check .
 .venv/bin/ruff format --check .
 .venv/bin/mypy
-NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "${GPUHOST_SITE_DIR:-site}"
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --site-dir "${GPUHOST_SITE_DIR:-site}"

@@ -4,4 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/python -m pytest -q "$@"
+# Three workers (pytest-xdist), a test module each: the lab tests mostly wait on their simulated nodes (installs,
+# reboots, server start-up), so on 2 cores three at once take under half the serial time. Each worker reserves its
+# own loopback addresses (tests/lab_fixtures.py); `-n 0` after this runs the suite serially.
+exec .venv/bin/python -m pytest -q -n 3 --dist loadfile "$@"

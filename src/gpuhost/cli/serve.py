@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import typer
 
@@ -142,49 +142,47 @@ def _each(inv: Inventory, ts: list[ServeTarget], verb: str, act: Callable[[Serve
     raise typer.Exit(1 if failed else 0)
 
 
-@serve_app.command("stop")
-def stop_command(
-    inventory: Path = InventoryOpt,
-    limit: str | None = LimitOpt,
-    ctid: list[int] = CtidOpt,
-    every: bool = AllOpt,
-    lock_wait: float = LockWaitOpt,
-) -> None:
+def _control_command(verb: Literal["stop", "restart"], past: str, doc: str, shown: Callable[[str], str]) -> None:
+    """Register ``serve VERB``: the named servers (or --all) each get ``systemctl VERB`` under the node's run lock,
+    a line each as ``shown`` words it, then a summary (:func:`_each`)."""
+
+    def command(
+        inventory: Path = InventoryOpt,
+        limit: str | None = LimitOpt,
+        ctid: list[int] = CtidOpt,
+        every: bool = AllOpt,
+        lock_wait: float = LockWaitOpt,
+    ) -> None:
+        from gpuhost.runner.connect import open_connection
+        from gpuhost.runner.node_lock import held_on
+        from gpuhost.serve.service import control
+
+        inv, ts = _chosen(inventory, limit, ctid, every, verb)
+        _each(inv, ts, past, lambda t: shown(control(inv, t, verb, open_connection, lock=held_on, lock_wait=lock_wait)))
+
+    command.__name__ = f"{verb}_command"
+    command.__doc__ = doc
+    serve_app.command(verb)(command)
+
+
+_control_command(
+    "stop",
+    "stopped",
     """Stop the servers named by --limit/--ctid, or every one with --all (systemctl stop under the node's run lock;
     SGLang drains, then is killed after the unit's stop timeout).
 
     A replica over several nodes stops as a whole: rank 0 first (its followers end with it), then each follower.
-    Exit 0 when every one stopped, 1 when one could not be stopped (the others still are), 2 on bad input."""
-    from gpuhost.runner.connect import open_connection
-    from gpuhost.runner.node_lock import held_on
-    from gpuhost.serve.service import control
-
-    inv, ts = _chosen(inventory, limit, ctid, every, "stop")
-    _each(inv, ts, "stopped", lambda t: control(inv, t, "stop", open_connection, lock=held_on, lock_wait=lock_wait))
-
-
-@serve_app.command("restart")
-def restart_command(
-    inventory: Path = InventoryOpt,
-    limit: str | None = LimitOpt,
-    ctid: list[int] = CtidOpt,
-    every: bool = AllOpt,
-    lock_wait: float = LockWaitOpt,
-) -> None:
+    Exit 0 when every one stopped, 1 when one could not be stopped (the others still are), 2 on bad input.""",
+    lambda said: said,
+)
+_control_command(
+    "restart",
+    "restarted",
     """Restart the servers named by --limit/--ctid, or every one with --all (as stop, never all of them by
     default: a restart takes each out of service until it is ready again), each with a new start marker, under the
     node's run lock; gpuhost launch sglang then waits for readiness and proves it.
 
     A replica over several nodes restarts as a whole: rank 0 first, then each follower (which joins it).
-    Exit 0 when every one restarted, 1 when one failed (the others are still restarted), 2 on bad input."""
-    from gpuhost.runner.connect import open_connection
-    from gpuhost.runner.node_lock import held_on
-    from gpuhost.serve.service import control
-
-    inv, ts = _chosen(inventory, limit, ctid, every, "restart")
-    _each(
-        inv,
-        ts,
-        "restarted",
-        lambda t: f"restarted ({control(inv, t, 'restart', open_connection, lock=held_on, lock_wait=lock_wait)})",
-    )
+    Exit 0 when every one restarted, 1 when one failed (the others are still restarted), 2 on bad input.""",
+    lambda said: f"restarted ({said})",
+)

@@ -25,13 +25,16 @@ def _run(command: str, tmp_path: Path, reboot_rc: int = 0) -> None:
     subprocess.run(["sh", "-c", command], check=True, env=env, cwd=tmp_path)
 
 
-def _wait_for(path: Path, timeout: float = 5.0) -> str:
+def _wait_for(path: Path, timeout: float = 10.0) -> str:
+    """``path``'s text once something is written to it. The fake ``reboot`` appends with one write, but the shell
+    creates the file before that write: an empty file means the write is still to come, not that nothing came."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if path.exists():
-            return path.read_text()
+        text = path.read_text() if path.exists() else ""
+        if text:
+            return text
         time.sleep(0.05)
-    raise AssertionError(f"{path} never appeared")
+    raise AssertionError(f"nothing was written to {path} in {timeout:.0f} s")
 
 
 def test_the_request_writes_the_record_then_reboots(tmp_path: Path) -> None:

@@ -185,7 +185,8 @@ def check_incomplete(summaries: list[LevelSummary], target: str = "server") -> l
     title="The latency and token figures are physically possible",
     group="bench",
     meaning="Figures a streaming client cannot produce: inter-token latency 0 with many tokens per request, TTFT "
-    "equal to the whole request, a negative TPOT, TPOT far above every inter-token gap, or no text at all. The "
+    "equal to the whole request, a negative TPOT or a TPOT of 0 with many tokens per request, TPOT far above every "
+    "inter-token gap, or no text at all. The "
     "client did not see tokens arrive one by one (no streaming, a buffering proxy, a backend or bench fork that "
     "returns the answer at once): the latency figures do not describe the server.",
     fix="Benchmark with streaming on (drop --disable-stream; a proxy must not buffer), the SGLang bench_serving "
@@ -208,11 +209,15 @@ def check_figures_sane(summaries: list[LevelSummary], target: str = "server") ->
             seen.append("TTFT 0 ms")
         elif ttft and e2e and per_request and per_request > 1.5 and ttft >= 0.95 * e2e:
             seen.append(f"mean TTFT {ttft:.0f} ms is the whole request ({e2e:.0f} ms)")
+        tpot = [v for v in (_num(s.figure(f"{k}_tpot_ms")) for k in ("mean", "median", "p99")) if v is not None]
         for k in ("mean", "median", "p99"):
             v = _num(s.figure(f"{k}_tpot_ms"))
             if v is not None and math.copysign(1.0, v) < 0:  # -0.00 as printed is negative too
                 seen.append(f"{k} TPOT {v:.2f} ms is negative")
                 break
+        else:  # a request of more than one token spends time after its first: TPOT cannot be 0 at every statistic
+            if tpot and all(v == 0 for v in tpot) and per_request is not None and per_request > 1.5:
+                seen.append(f"TPOT 0 ms at {per_request:.0f} tokens per request")
         p99_tpot, p99_itl = _num(s.figure("p99_tpot_ms")), _num(s.figure("p99_itl_ms"))
         if p99_tpot and p99_itl is not None and p99_tpot > 3 * p99_itl:
             seen.append(f"P99 TPOT {p99_tpot:.2f} ms is above every inter-token gap (P99 ITL {p99_itl:.2f} ms)")

@@ -26,7 +26,7 @@ HEADER_RE = re.compile(r"^\s*=+\s*Serving Benchmark Result\s*=+\s*$")
 CLOSING_RE = re.compile(r"^\s*={40,}\s*$")
 SECTION_RE = re.compile(r"^\s*-{3,}\s*([^-].*?)\s*-{3,}\s*$")
 LINE_RE = re.compile(r"^\s*(?P<label>[^:]+?):\s*(?P<value>.*?)\s*$")
-LATENCY_RE = re.compile(r"^(mean|median|std|p\d+|max) (e2e latency|ttft|tpot|itl) \(ms\)$")
+LATENCY_RE = re.compile(r"^(mean|median|std|p\d+|max) (e2e latency|e2el|ttft|tpot|itl) \(ms\)$")
 SLO_ATTAIN_RE = re.compile(r"^(ttft|tpot|itl|e2el|e2e) slo attainment \(%\)$")
 
 FAILURE_MARKERS = (
@@ -42,6 +42,7 @@ PRINTED_LABELS: dict[str, str] = {
     "traffic request rate": "request_rate",
     "max request concurrency": "max_concurrency",
     "max reqeuest concurrency": "max_concurrency",
+    "maximum request concurrency": "max_concurrency",  # vLLM's benchmark_serving / vllm bench serve
     "successful requests": "successful_requests",
     "benchmark duration (s)": "duration_s",
     "total input tokens": "total_input_tokens",
@@ -203,7 +204,7 @@ def _printed_name(label: str, section: str | None) -> str | None:
     low = " ".join(label.lower().split())
     m = LATENCY_RE.match(low)
     if m:
-        metric = {"e2e latency": "e2e_latency"}.get(m.group(2), m.group(2))
+        metric = {"e2e latency": "e2e_latency", "e2el": "e2e_latency"}.get(m.group(2), m.group(2))  # vLLM: E2EL
         return f"{m.group(1)}_{metric}_ms"
     m = SLO_ATTAIN_RE.match(low)
     if m:

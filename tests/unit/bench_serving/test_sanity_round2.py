@@ -44,6 +44,50 @@ def test_wrapped_jsonl_line_with_zero_ttft_and_itl_is_read_and_flagged():
     assert "TTFT 0 ms" in f.message and "0 retokenized tokens" in f.message
 
 
+def test_vllm_omni_block_with_tpot_and_itl_zero_at_fifteen_tokens_per_request_is_flagged():
+    # 2351548518/vllm-omni (SOURCE.md): vLLM-Omni's `vllm bench serve --omni`, MiniCPM-o 4.5 speaking on an Ascend
+    # 910C, 32 requests one at a time: 481 text tokens (15 per request), TPOT and ITL 0.00 at mean, median and P99,
+    # though a request took 2577 ms (mean E2EL) against a first token at 548 ms: the text reached the client at once
+    name = "vllm-omni-minicpmo45-seedtts-910c-zero-tpot-itl.txt"
+    [r] = parse_output(text(name))
+    assert r.status == "ok"
+    f = r.figures
+    assert (f["successful_requests"], f["total_output_tokens"], f["max_concurrency"]) == (32, 481, 1)
+    assert (f["mean_ttft_ms"], f["median_ttft_ms"], f["p99_ttft_ms"]) == (547.77, 546.64, 790.99)
+    assert (f["mean_e2e_latency_ms"], f["median_e2e_latency_ms"], f["p99_e2e_latency_ms"]) == (
+        2577.33,
+        2596.07,
+        3356.65,
+    )
+    assert (f["mean_tpot_ms"], f["median_tpot_ms"], f["p99_tpot_ms"]) == (0.0, 0.0, 0.0)
+    assert (f["mean_itl_ms"], f["median_itl_ms"], f["p99_itl_ms"]) == (0.0, 0.0, 0.0)
+    assert f["output_throughput_tok_s"] == 5.83 and f["peak_concurrent_requests"] == 2.0  # printed twice, both 2.00
+    assert r.extra["failed_requests"] == "0" and r.extra["mean_audio_ttfp_ms"] == "1464.35"  # not SGLang figures
+    found = _findings(name)
+    (s,) = [x for x in found if x.check == FIGURES_SANE]
+    assert s.level is Level.WARN
+    assert "TPOT 0 ms at 15 tokens per request" in s.message  # 481 / 32
+    assert "inter-token latency 0 ms at 15 tokens per request" in s.message
+    assert "negative" not in s.message and "is the whole request" not in s.message  # 548 ms of 2577 ms
+    assert not [x for x in found if x.level is Level.FAIL or x.check == INCOMPLETE]
+    cli = CliRunner().invoke(app, ["bench", "sglang", "--parse", str(fixture(name)), "--json"])
+    assert cli.exit_code == 0, cli.output
+    assert [x["level"] for x in json.loads(cli.output)["findings"] if x["check"] == FIGURES_SANE] == ["WARN"]
+
+
+def test_tpot_zero_is_not_flagged_at_one_token_per_request():
+    # constructed, not a capture: the real GLM-5 block (SOURCE.md) with its TPOT lines set to 0.00 and one token
+    # counted per request, as a prefill-only run prints them: a single token has no time per output token
+    block = text("v05-glm5-fp8-c1-mtp.txt")
+    for label in ("Mean TPOT (ms):", "Median TPOT (ms):", "P99 TPOT (ms):"):
+        line = next(ln for ln in block.splitlines() if ln.startswith(label))
+        block = block.replace(line, f"{label:<40} 0.00")
+    (r,) = parse_output(block)
+    r.figures["total_output_tokens"] = r.figures["successful_requests"]
+    found = all_findings(summarise([LevelRun(1, r)], None))
+    assert not [x for x in found if x.check == FIGURES_SANE and "TPOT 0 ms" in x.message]
+
+
 def test_healthy_blocks_pass_the_sanity_check():
     for name in ("v05-glm5-fp8-c1-mtp.txt", "v04-dsv3-h200-qps8-typo.txt", "v05-r1distill-rate20-c64.txt"):
         assert not [f for f in _findings(name) if f.check == FIGURES_SANE], name

@@ -9,6 +9,7 @@ from typer.testing import CliRunner
 from gpuhost.checks import Level
 from gpuhost.cli.app import _register, app
 from gpuhost.serve.logscan import scan_text
+from gpuhost.serve.logscan.phases import Phase, PhaseTracker
 
 FIX = Path(__file__).resolve().parents[2] / "fixtures" / "sglang"
 LOGS = FIX / "logs-round2"
@@ -40,6 +41,8 @@ EXPECTED = {
     # start-ups stuck in capture: no signature, not fatal (the readiness wait judges a hang: test_readiness_wait.py)
     "sglang-7324-capture-bar-only-stuck-after-jit.log": (set(), False),
     "sglang-12402-capture-bar-flashmla-stuck.log": (set(), False),
+    # a start whose version prints no capture end line, up and ready: nothing to report
+    "sglang-docs-nb-20241101-capture-begin-no-end-ready.log": (set(), False),
 }
 
 _register()
@@ -224,3 +227,28 @@ def test_a_start_that_prints_capture_begin_but_no_end_line_and_serves_is_not_a_c
     assert "did not end" not in r.output
     phases = scan_text(text).phases
     assert not phases.capture_in_progress and phases.state.graph_captures_open == 0
+
+
+def test_a_second_start_with_a_begin_line_and_no_end_line_is_ready_with_its_capture_counted():
+    # SGLang's docs CI on 2024-11-01 (SOURCE.md; SGLang of that date prints no end line): Llama-3.1-8B on TP0 loads
+    # its 4 shards, "Capture cuda graph begin" at 07:53:32, the KV pool (max_total_num_tokens=442913) at 07:53:41,
+    # Uvicorn, a prefill, "fired up": the capture ended (the server serves), the start is complete
+    path = LOGS / "sglang-docs-nb-20241101-capture-begin-no-end-ready.log"
+    text = path.read_text()
+    assert text.count("Capture cuda graph begin") == 1 and "Capture cuda graph end" not in text
+    r = CliRunner().invoke(app, ["doctor", "sglang-log", str(path)])
+    assert r.exit_code == 0, r.output
+    assert r.output == "start-up reached: ready\nno known signature found\n"
+    tracker = PhaseTracker()
+    seen = [p for p in (tracker.feed(line) for line in text.splitlines()) if p is not None]
+    assert list(dict.fromkeys(seen)) == [
+        Phase.LOADING_WEIGHTS,
+        Phase.WEIGHTS_LOADED,
+        Phase.KV_ALLOCATED,  # "Memory pool end."
+        Phase.GRAPH_CAPTURE,
+        Phase.HTTP_UP,  # no GRAPH_CAPTURED line in between
+        Phase.READY,
+    ]
+    st = scan_text(text).phases.state
+    assert st.phase is Phase.READY and st.graph_captures_open == 0 and st.graph_captures_done == 1
+    assert (st.kv_tokens, st.url, st.ready_lines) == (442913, "http://0.0.0.0:30000", 1)

@@ -276,6 +276,22 @@ def test_a_real_capture_stuck_on_the_bar_alone_is_a_capture_hang() -> None:
     assert out.actions == (RunCommand("systemctl stop gpuhost-sglang.service"),)
 
 
+def test_a_second_real_start_without_a_capture_end_line_waits_through_the_capture_and_is_ready() -> None:
+    # SGLang's docs CI, 2024-11-01 (SOURCE.md): one begin line (TP0) at 07:53:32, no end line, the KV pool line
+    # 9 s later, Uvicorn, then "fired up"; the capture is watched until HTTP comes up, then counted as done
+    lines = (ROUND2 / "sglang-docs-nb-20241101-capture-begin-no-end-ready.log").read_text().splitlines()
+    begin = next(i for i, ln in enumerate(lines) if "Capture cuda graph begin" in ln)
+    uvicorn = next(i for i, ln in enumerate(lines) if "Uvicorn running on" in ln)
+    assert stage_of(lines[:begin]) == "KV cache allocated"
+    assert stage_of(lines[: begin + 1]) == "kernel warm-up (in the CUDA graph capture window)"
+    assert stage_of(lines[:uvicorn]) == "kernel warm-up (in the CUDA graph capture window)"  # max_total_num_tokens
+    assert stage_of(lines[: uvicorn + 1]) == "HTTP up, warming up"
+    watches = looks(lines, [begin + 1, uvicorn, uvicorn + 1, len(lines)], [None, None, 503, 200])
+    h = host(watches)
+    (out,) = run_waits(ready_op(capture_timeout_s=30).plan(h), h)  # type: ignore[arg-type]
+    assert out.ok and out.message == "ready, KV 442913 tokens, 1 graph captures", out.message
+
+
 def test_a_real_version_with_no_capture_end_line_is_up_once_uvicorn_runs() -> None:
     # sglang#1953 (Nov 2024): two "Capture cuda graph begin" lines (TP0, TP1), no end line, Uvicorn up 45 s later
     lines = (ROUND2 / "sglang-1953-nan-logits-after-startup-amd.log").read_text().splitlines()

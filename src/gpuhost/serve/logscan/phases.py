@@ -49,6 +49,8 @@ _PATTERNS: list[tuple[Phase, re.Pattern[str]]] = [
     (Phase.READY, re.compile(r"The server is fired up and ready to roll!")),
 ]
 _KV_TOKENS = re.compile(r"#tokens: (\d+)")
+#: the scheduler's size of the KV pool; versions before 0.4 print no "#tokens:" line, only this one
+_MAX_TOTAL_TOKENS = re.compile(r"\bmax_total_num_tokens=(\d+)")
 _HTTP = re.compile(r"(?:running on|server on) (https?://\S+)")
 
 
@@ -90,6 +92,9 @@ class PhaseTracker:
     def feed(self, text: str) -> Phase | None:
         """The phase ``text`` marks (``None`` if none); the state only moves forward."""
         self._step(text)
+        m = _MAX_TOTAL_TOKENS.search(text)
+        if m and self.state.kv_tokens is None:
+            self.state.kv_tokens = int(m.group(1))
         for phase, pat in _PATTERNS:
             if not pat.search(text):
                 continue
@@ -107,7 +112,9 @@ class PhaseTracker:
             elif phase is Phase.HTTP_UP:
                 m = _HTTP.search(text)
                 st.url = m.group(1) if m else st.url
-                st.graph_captures_open, st.step = 0, None  # serving: every capture ended, end line or not
+                # serving: every capture ended, end line or not (a version without one counts here)
+                st.graph_captures_done += st.graph_captures_open
+                st.graph_captures_open, st.step = 0, None
             elif phase is Phase.READY:
                 st.ready_lines += 1
             st.phase = max(st.phase, phase)

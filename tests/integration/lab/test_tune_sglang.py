@@ -101,22 +101,32 @@ def test_tune_needs_allow_restart(tune_lab: LabHandle) -> None:
 def test_tune_keeps_the_favoured_variant_refuses_the_fast_wrong_one_and_serves_the_winner(
     tune_lab: LabHandle, tmp_path: Path
 ) -> None:
+    # from the base profile whatever ran before (another test, or this one's first try)
+    r = gpuhost(tune_lab, "launch", "sglang", "--profile", "lab-tune-base", "--allow-restart")
+    assert r.returncode == 0, r.stdout + r.stderr
     ct(tune_lab, f"echo 'fast-wrong --disable-radix-cache' > {CONTROL}/variant_faults")
+    # 16 ms a token: at most 2,000 tok/s at the top level, well below what the stand-in can stream on the loaded
+    # 2 cores (about 4,800 tok/s with three test workers). At the default 4 ms every variant that admits 32 hit
+    # that CPU ceiling, and autotune's modelled 25 % showed as 0.8 %, under tune's 5 % bar.
+    ct(tune_lab, f"echo 16 > {CONTROL}/itl_ms")
     out = tmp_path / "runs"
-    r = gpuhost(
-        tune_lab,
-        "tune",
-        "sglang",
-        "--ctid",
-        str(CT),
-        "--concurrency",
-        "16,32",
-        "--allow-restart",
-        *BENCH,
-        "--out",
-        str(out),
-        timeout=1500,
-    )
+    try:
+        r = gpuhost(
+            tune_lab,
+            "tune",
+            "sglang",
+            "--ctid",
+            str(CT),
+            "--concurrency",
+            "16,32",
+            "--allow-restart",
+            *BENCH,
+            "--out",
+            str(out),
+            timeout=1500,
+        )
+    finally:
+        ct(tune_lab, f"rm -f {CONTROL}/itl_ms")
     text = r.stdout + r.stderr
     print(r.stderr + r.stdout)  # shown with -rP: the docs' example run is this output
     assert r.returncode == 0, text
@@ -143,8 +153,8 @@ def test_tune_keeps_the_favoured_variant_refuses_the_fast_wrong_one_and_serves_t
     assert info["disable_flashinfer_autotune"] in (False, None)
     base_tok = by_label["(the running profile)"]["tok_s"]
     (best,) = [m for m in report["tried"] if m["name"] == report["winner"]]
-    # 8 -> 32 running and autotune on: about 4x in the stand-in's model; measured 3.4x on a quiet machine and 2.96x
-    # with three test workers and other work on the 2 cores, so the bar is 2x (the variant order is asserted above)
+    # 8 -> 16 and 32 running and autotune on: 3.75x in the stand-in's model at 16 ms a token (the mean of 2.5x at
+    # c16 and 5x at c32); the bar is 2x, for a loaded machine (the variant order is asserted above)
     assert best["tok_s"] > 2 * base_tok, (best, base_tok)
     assert (run / "tune.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (run / "table.txt").read_text() in r.stdout

@@ -76,7 +76,8 @@ def ready(watch: Watch, subject: str) -> str | None:
     if st.ready_lines == 0:
         return None
     kv = f", KV {st.kv_tokens} tokens" if st.kv_tokens else ""
-    return f"ready{kv}, {st.graph_captures_done} graph captures"
+    n = st.graph_captures_done
+    return f"ready{kv}, {n} graph capture{'' if n == 1 else 's'}"
 
 
 def failed(watch: Watch, subject: str) -> str | None:

@@ -216,7 +216,7 @@ def test_launch_installs_starts_is_ready_and_proven_then_changes_nothing(launch_
     text = first.stdout + first.stderr
     assert first.returncode == 0, text
     assert API_KEY not in text
-    assert re.search(r"ready, KV \d+ tokens, 1 graph captures \(after \d+ s\)", text), text
+    assert re.search(r"ready, KV \d+ tokens, 1 graph capture \(after \d+ s\)", text), text
     assert "canary 4/4 correct" in text and "log-probabilities finite" in text
     assert "tokens/s single stream" in text
     assert "server_info: version=0.5.23, tp_size=2, quantization=modelopt_fp4, kv_cache_dtype=fp8_e4m3" in text

@@ -146,7 +146,7 @@ def test_a_long_autotune_is_not_a_capture_hang_and_each_stage_has_its_bound() ->
     )
     h = host(watches)
     (out,) = run_waits(ready_op(capture_timeout_s=1200, autotune_timeout_s=1800).plan(h), h)  # type: ignore[arg-type]
-    assert out.ok and out.message == "ready, 1 graph captures", out.message
+    assert out.ok and out.message == "ready, 1 graph capture", out.message
 
 
 def test_an_autotune_past_its_bound_stops_the_server_and_names_the_autotune_off_fallback() -> None:
@@ -211,7 +211,7 @@ def test_each_stage_is_reported_as_progress(caplog: pytest.LogCaptureFixture) ->
         "CT 230 sglang readiness: kernel warm-up (in the CUDA graph capture window)",
         "CT 230 sglang readiness: CUDA graph capture",
         "CT 230 sglang readiness: CUDA graphs captured",
-        "CT 230 sglang readiness: ready, 1 graph captures",
+        "CT 230 sglang readiness: ready, 1 graph capture",
     ]
 
 
@@ -249,7 +249,7 @@ def test_stages_passed_between_two_looks_are_reported_too(caplog: pytest.LogCapt
         "kernel warm-up (in the CUDA graph capture window)",
         "CUDA graph capture",
         "CUDA graphs captured",
-        "ready, 1 graph captures",
+        "ready, 1 graph capture",
     ]
 
 
@@ -289,7 +289,7 @@ def test_a_second_real_start_without_a_capture_end_line_waits_through_the_captur
     watches = looks(lines, [begin + 1, uvicorn, uvicorn + 1, len(lines)], [None, None, 503, 200])
     h = host(watches)
     (out,) = run_waits(ready_op(capture_timeout_s=30).plan(h), h)  # type: ignore[arg-type]
-    assert out.ok and out.message == "ready, KV 442913 tokens, 1 graph captures", out.message
+    assert out.ok and out.message == "ready, KV 442913 tokens, 1 graph capture", out.message
 
 
 def test_a_real_version_with_no_capture_end_line_is_up_once_uvicorn_runs() -> None:

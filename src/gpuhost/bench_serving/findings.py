@@ -43,6 +43,12 @@ RETOKENIZED_RATIO = 2.0
 _CHAT_BACKENDS = ("sglang-oai-chat", "vllm-chat", "lmdeploy-chat", "openai-chat")
 
 
+def _stats(s: LevelSummary, metric: str) -> dict[str, float]:
+    """The mean, median and P99 of ``metric`` (``itl``, ``tpot``) that the level's result gives, in that order."""
+    got = {k: _num(s.figure(f"{k}_{metric}_ms")) for k in ("mean", "median", "p99")}
+    return {k: v for k, v in got.items() if v is not None}
+
+
 def _ordered(summaries: list[LevelSummary]) -> list[LevelSummary]:
     if all(s.concurrency is not None for s in summaries):
         return sorted(summaries, key=lambda s: s.concurrency or 0)
@@ -201,23 +207,20 @@ def check_figures_sane(summaries: list[LevelSummary], target: str = "server") ->
         requests = _num(s.figure("successful_requests"))
         generated = _num(s.figure("total_output_tokens"))
         per_request = generated / requests if generated is not None and requests else None
-        itl = [v for v in (_num(s.figure(f"{k}_itl_ms")) for k in ("mean", "median", "p99")) if v is not None]
-        if itl and all(v == 0 for v in itl) and per_request is not None and per_request > 1.5:
+        many = per_request is not None and per_request > 1.5  # requests that spend time after their first token
+        itl, tpot = _stats(s, "itl"), _stats(s, "tpot")
+        if itl and many and not any(itl.values()):
             seen.append(f"inter-token latency 0 ms at {per_request:.0f} tokens per request")
         ttft, e2e = _num(s.figure("mean_ttft_ms")), _num(s.figure("mean_e2e_latency_ms"))
         if ttft == 0 and per_request:
             seen.append("TTFT 0 ms")
         elif ttft and e2e and per_request and per_request > 1.5 and ttft >= 0.95 * e2e:
             seen.append(f"mean TTFT {ttft:.0f} ms is the whole request ({e2e:.0f} ms)")
-        tpot = [v for v in (_num(s.figure(f"{k}_tpot_ms")) for k in ("mean", "median", "p99")) if v is not None]
-        for k in ("mean", "median", "p99"):
-            v = _num(s.figure(f"{k}_tpot_ms"))
-            if v is not None and math.copysign(1.0, v) < 0:  # -0.00 as printed is negative too
-                seen.append(f"{k} TPOT {v:.2f} ms is negative")
-                break
-        else:  # a request of more than one token spends time after its first: TPOT cannot be 0 at every statistic
-            if tpot and all(v == 0 for v in tpot) and per_request is not None and per_request > 1.5:
-                seen.append(f"TPOT 0 ms at {per_request:.0f} tokens per request")
+        negative = [(k, v) for k, v in tpot.items() if math.copysign(1.0, v) < 0]  # -0.00 as printed is too
+        if negative:
+            seen.append(f"{negative[0][0]} TPOT {negative[0][1]:.2f} ms is negative")
+        elif tpot and many and not any(tpot.values()):  # TPOT cannot be 0 at every statistic either
+            seen.append(f"TPOT 0 ms at {per_request:.0f} tokens per request")
         p99_tpot, p99_itl = _num(s.figure("p99_tpot_ms")), _num(s.figure("p99_itl_ms"))
         if p99_tpot and p99_itl is not None and p99_tpot > 3 * p99_itl:
             seen.append(f"P99 TPOT {p99_tpot:.2f} ms is above every inter-token gap (P99 ITL {p99_itl:.2f} ms)")

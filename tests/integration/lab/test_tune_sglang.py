@@ -81,6 +81,17 @@ def launched_profile(lab: LabHandle) -> str:
     return str(json.loads(ct(lab, "cat /var/lib/gpuhost/sglang/launched.json").stdout)["profile"])
 
 
+def launch_base(lab: LabHandle) -> None:
+    r = gpuhost(lab, "launch", "sglang", "--profile", "lab-tune-base", "--allow-restart")
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def tune(lab: LabHandle, out: Path, *extra: str, timeout: int) -> subprocess.CompletedProcess[str]:
+    """``gpuhost tune sglang`` on CT 230 at 16,32 with the short bench, its run directory under ``out``."""
+    args = ["--ctid", str(CT), "--concurrency", "16,32", "--allow-restart", *extra, *BENCH, "--out", str(out)]
+    return gpuhost(lab, "tune", "sglang", *args, timeout=timeout)
+
+
 def test_check_lists_the_variants_and_their_cost_and_launches_nothing(tune_lab: LabHandle) -> None:
     before = server_info(tune_lab)["startup_time"]
     r = gpuhost(tune_lab, "tune", "sglang", "--ctid", str(CT), "--concurrency", "16,32", "--check")
@@ -101,9 +112,7 @@ def test_tune_needs_allow_restart(tune_lab: LabHandle) -> None:
 def test_tune_keeps_the_favoured_variant_refuses_the_fast_wrong_one_and_serves_the_winner(
     tune_lab: LabHandle, tmp_path: Path
 ) -> None:
-    # from the base profile whatever ran before (another test, or this one's first try)
-    r = gpuhost(tune_lab, "launch", "sglang", "--profile", "lab-tune-base", "--allow-restart")
-    assert r.returncode == 0, r.stdout + r.stderr
+    launch_base(tune_lab)  # whatever ran before (another test, or this one's first try)
     ct(tune_lab, f"echo 'fast-wrong --disable-radix-cache' > {CONTROL}/variant_faults")
     # 16 ms a token: at most 2,000 tok/s at the top level, well below what the stand-in can stream on the loaded
     # 2 cores (about 4,800 tok/s with three test workers). At the default 4 ms every variant that admits 32 hit
@@ -111,20 +120,7 @@ def test_tune_keeps_the_favoured_variant_refuses_the_fast_wrong_one_and_serves_t
     ct(tune_lab, f"echo 16 > {CONTROL}/itl_ms")
     out = tmp_path / "runs"
     try:
-        r = gpuhost(
-            tune_lab,
-            "tune",
-            "sglang",
-            "--ctid",
-            str(CT),
-            "--concurrency",
-            "16,32",
-            "--allow-restart",
-            *BENCH,
-            "--out",
-            str(out),
-            timeout=1500,
-        )
+        r = tune(tune_lab, out, timeout=1500)
     finally:
         ct(tune_lab, f"rm -f {CONTROL}/itl_ms")
     text = r.stdout + r.stderr
@@ -162,28 +158,10 @@ def test_tune_keeps_the_favoured_variant_refuses_the_fast_wrong_one_and_serves_t
 
 
 def test_a_variant_that_crashes_puts_the_old_profile_back(tune_lab: LabHandle, tmp_path: Path) -> None:
-    r = gpuhost(tune_lab, "launch", "sglang", "--profile", "lab-tune-base", "--allow-restart")
-    assert r.returncode == 0, r.stdout + r.stderr
+    launch_base(tune_lab)
     ct(tune_lab, f"echo 'crash --max-running-requests 1024' > {CONTROL}/variant_faults")
     out = tmp_path / "runs"
-    r = gpuhost(
-        tune_lab,
-        "tune",
-        "sglang",
-        "--ctid",
-        str(CT),
-        "--concurrency",
-        "16,32",
-        "--budget",
-        "2",
-        "--allow-restart",
-        "--name",
-        "lab-tune-never",
-        *BENCH,
-        "--out",
-        str(out),
-        timeout=900,
-    )
+    r = tune(tune_lab, out, "--budget", "2", "--name", "lab-tune-never", timeout=900)
     text = r.stdout + r.stderr
     print(r.stderr + r.stdout)
     assert r.returncode == 0, text

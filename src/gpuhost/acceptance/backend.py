@@ -8,9 +8,9 @@
     inside VM VMID of NODE, over SSH at the guest address and with the ``ssh`` settings of its inventory
     entry (``nodes.NODE.vms.VMID``), host keys checked as for nodes; the VM need not run a guest agent.
 
-Nodes come from the gpuhost inventory given to :func:`use_inventory` (the pytest plugin does that
-from ``--gpuhost-inventory``; plain testinfra users may set ``GPUHOST_INVENTORY``). One connection
-per node (and per VM guest) is opened on first use and shared; :func:`close_all` closes them.
+Nodes come from the gpuhost inventory given to :func:`gpuhost.acceptance.connections.use_inventory` (the
+pytest plugin does that from ``--gpuhost-inventory``; plain testinfra users may set ``GPUHOST_INVENTORY``).
+The backends share the suite's connections (:mod:`gpuhost.acceptance.connections`), one per node and VM guest.
 
 testinfra keeps only the network location of a host URL (``pct://pve1/200`` would reach it as
 ``pve1``), so importing this module wraps :func:`testinfra.backend.parse_hostspec` to keep the
@@ -19,104 +19,21 @@ path for these schemes, and registers the three schemes in ``testinfra.backend.B
 
 from __future__ import annotations
 
-import os
-import threading
 import urllib.parse
 from typing import Any
 
 import testinfra.backend
 from testinfra.backend import base
 
+from gpuhost.acceptance.connections import guest_connection, node_connection
 from gpuhost.connection.base import Connection
 from gpuhost.errors import UsageError
-from gpuhost.inventory.loader import Inventory, load_inventory
 
 SCHEMES = {
     "gpuhost": "gpuhost.acceptance.backend.NodeBackend",
     "pct": "gpuhost.acceptance.backend.PctBackend",
     "qm-guest": "gpuhost.acceptance.backend.QmGuestBackend",
 }
-
-_lock = threading.Lock()
-_inventory: Inventory | None = None
-_connections: dict[str, Connection] = {}
-_closed_trips = 0  # remote commands run by connections closed since the last take_round_trips()
-
-
-def use_inventory(inventory: Inventory | None) -> None:
-    """The inventory hosts are looked up in (closing connections opened for another one)."""
-    global _inventory
-    close_all()
-    _inventory = inventory
-
-
-def inventory() -> Inventory:
-    global _inventory
-    if _inventory is None:
-        path = os.environ.get("GPUHOST_INVENTORY")
-        if not path:
-            raise UsageError("gpuhost's testinfra backends need an inventory: --gpuhost-inventory INV")
-        _inventory = load_inventory(path)
-    return _inventory
-
-
-def node_connection(name: str) -> Connection:
-    """The shared, open connection to inventory node ``name``."""
-    from gpuhost.runner.connect import open_connection
-
-    with _lock:
-        conn = _connections.get(name)
-        if conn is None:
-            inv = inventory()
-            if name not in inv.nodes:
-                raise UsageError(f"'{name}' is not a node of {inv.path}")
-            conn = _connections[name] = open_connection(inv.nodes[name])
-        return conn
-
-
-def guest_connection(node: str, vmid: int) -> Connection:
-    """The shared, open SSH connection into VM ``vmid`` of ``node`` (at its inventory ``address``)."""
-    from gpuhost.runner.connect import open_vm_connection
-
-    key = f"{node}/VM {vmid}"
-    with _lock:
-        conn = _connections.get(key)
-        if conn is None:
-            inv = inventory()
-            vm = inv.nodes[node].vms.get(vmid) if node in inv.nodes else None
-            if vm is None:
-                raise UsageError(f"qm-guest://{node}/{vmid}: no VM {vmid} on node '{node}' in {inv.path}")
-            if vm.address is None:
-                raise UsageError(
-                    f"qm-guest://{node}/{vmid}: VM {vmid} has no guest address (nodes.{node}.vms.{vmid}.address)"
-                )
-            conn = _connections[key] = open_vm_connection(key, vm)
-        return conn
-
-
-def close_all() -> None:
-    global _closed_trips
-    with _lock:
-        for conn in _connections.values():
-            _closed_trips += _trips(conn)
-            conn.close()
-        _connections.clear()
-
-
-def take_round_trips() -> int:
-    """Remote commands run over the shared connections (each one round trip): those closed since the last call,
-    and those still open."""
-    global _closed_trips
-    with _lock:
-        trips = _closed_trips + sum(_trips(c) for c in _connections.values())
-        _closed_trips = 0
-    return trips
-
-
-def _trips(conn: Connection) -> int:
-    """An SSH connection's session channels (its containers' ``pct exec`` included), else its commands."""
-    opened = getattr(conn, "sessions_opened", None)
-    return opened if isinstance(opened, int) else conn.commands_run
 
 
 def _split(spec: str, scheme: str) -> tuple[str, int]:

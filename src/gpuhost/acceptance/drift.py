@@ -101,7 +101,7 @@ def _containers_by_node(containers: list[tuple[str, int]]) -> dict[str, list[int
 
 
 def check_all(inventory: Inventory, nodes: list[str], containers: list[tuple[str, int]]) -> list[NodeDrift]:
-    from gpuhost.acceptance.backend import node_connection
+    from gpuhost.acceptance.connections import node_connection
     from gpuhost.errors import GpuhostError
 
     cts = _containers_by_node(containers)
@@ -121,7 +121,7 @@ def check_all(inventory: Inventory, nodes: list[str], containers: list[tuple[str
 
 
 def save_all(inventory: Inventory, nodes: list[str], containers: list[tuple[str, int]]) -> None:
-    from gpuhost.acceptance.backend import node_connection
+    from gpuhost.acceptance.connections import node_connection
 
     cts = _containers_by_node(containers)
     for node in nodes:

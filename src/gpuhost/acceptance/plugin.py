@@ -14,14 +14,14 @@ declares, and a testinfra host in its guest over SSH); ``gpuhost_server`` (each 
 
 from __future__ import annotations
 
-import json
+import contextlib
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from gpuhost.checks.finding import Finding, Level
+from gpuhost.acceptance.proof import Proof, ProofFailed, ProofSkipped, Prover, Subject, Suite
+from gpuhost.acceptance.selection import NONE_SELECTED, Selection, ids, select
 
 _NO_INVENTORY = "the acceptance suite runs against a deployment: pass --gpuhost-inventory INV"
 
@@ -45,40 +45,25 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-@dataclass(frozen=True)
-class Selection:
-    """What the options select: node names, (node, ctid) pairs, (node, vmid) pairs, and the (node, ctid)
-    pairs of the selected containers that serve (``serve:``)."""
-
-    nodes: list[str]
-    containers: list[tuple[str, int]]
-    vms: list[tuple[str, int]]
-    servers: list[tuple[str, int]]
-
-
 def _selection(config: pytest.Config) -> Selection | None:
     cached = getattr(config, "_gpuhost_selection", None)
     if cached is not None or not config.getoption("gpuhost_inventory", None):
         return cached
-    from gpuhost.acceptance import backend
-    from gpuhost.inventory.loader import followers, load_inventory
+    from gpuhost.acceptance import connections
+    from gpuhost.errors import UsageError
+    from gpuhost.inventory.loader import load_inventory
 
     inv = load_inventory(config.getoption("gpuhost_inventory"))
-    backend.use_inventory(inv)
-    limit = config.getoption("gpuhost_limit")
-    names = inv.select(limit) if limit else list(inv.nodes)
-    ctids = set(config.getoption("gpuhost_ctid") or ())
-    cts = [(n, c) for n in names for c in inv.nodes[n].containers if not ctids or c in ctids]
-    if ctids and not cts:
-        raise pytest.UsageError(f"--gpuhost-ctid {', '.join(map(str, sorted(ctids)))}: no such container")
-    vmids = set(config.getoption("gpuhost_vmid") or ())
-    vms = [(n, v) for n in names for v in inv.nodes[n].vms if not vmids or v in vmids]
-    if vmids and not vms:
-        raise pytest.UsageError(f"--gpuhost-vmid {', '.join(map(str, sorted(vmids)))}: no such VM")
-    # a follower of a multi-node replica serves no API: its replica is proven on rank 0
-    skip = followers(inv)
-    servers = [(n, c) for n, c in cts if inv.nodes[n].containers[c].serve is not None and (n, c) not in skip]
-    sel = Selection(names, cts, vms, servers)
+    connections.use_inventory(inv)
+    try:
+        sel = select(
+            inv,
+            config.getoption("gpuhost_limit"),
+            config.getoption("gpuhost_ctid") or [],
+            config.getoption("gpuhost_vmid") or [],
+        )
+    except UsageError as exc:
+        raise pytest.UsageError(str(exc)) from exc
     config._gpuhost_selection = sel  # type: ignore[attr-defined]
     return sel
 
@@ -93,32 +78,26 @@ class NoGuest:
         return "none"
 
 
+#: the selection's field each subject fixture ranges over
+FIELDS = {"gpuhost_node": "nodes", "gpuhost_ct": "containers", "gpuhost_vm": "vms", "gpuhost_server": "servers"}
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     names = metafunc.fixturenames
-    wanted = [n for n in ("gpuhost_node", "gpuhost_ct", "gpuhost_vm", "gpuhost_server") if n in names]
+    wanted = [n for n in FIELDS if n in names]
     if not wanted:
         return
     sel = _selection(metafunc.config)
     if sel is None:
         metafunc.parametrize(wanted[0], [None], indirect=True, scope="module", ids=["no-inventory"])
         return
-    if "gpuhost_server" in names:
-        params: list[Any] = [f"{n}/{c}" for n, c in sel.servers] or [
-            NoGuest("no serving containers in the inventory for the selected nodes (nodes.NAME.containers.ID.serve)")
-        ]
-        metafunc.parametrize("gpuhost_server", params, indirect=True, scope="module", ids=str)
-    elif "gpuhost_ct" in names:
-        params = [f"{n}/{c}" for n, c in sel.containers] or [
-            NoGuest("no containers in the inventory for the selected nodes (nodes.NAME.containers)")
-        ]
-        metafunc.parametrize("gpuhost_ct", params, indirect=True, scope="module", ids=str)
-    elif "gpuhost_vm" in names:
-        params = [f"{n}/{v}" for n, v in sel.vms] or [
-            NoGuest("no VM guests in the inventory for the selected nodes (nodes.NAME.vms)")
-        ]
-        metafunc.parametrize("gpuhost_vm", params, indirect=True, scope="module", ids=str)
-    else:
-        metafunc.parametrize("gpuhost_node", sel.nodes, indirect=True, scope="module")
+    order = ("gpuhost_server", "gpuhost_ct", "gpuhost_vm", "gpuhost_node")
+    fixture, field = next((f, FIELDS[f]) for f in order if f in names)
+    if field == "nodes":
+        metafunc.parametrize(fixture, sel.nodes, indirect=True, scope="module")
+        return
+    params: list[Any] = list(ids(sel, field)) or [NoGuest(NONE_SELECTED[field])]
+    metafunc.parametrize(fixture, params, indirect=True, scope="module", ids=str)
 
 
 def _param(request: pytest.FixtureRequest) -> Any:
@@ -134,9 +113,9 @@ def _param(request: pytest.FixtureRequest) -> Any:
 def gpuhost_inventory(request: pytest.FixtureRequest) -> Any:
     if _selection(request.config) is None:
         pytest.fail(_NO_INVENTORY, pytrace=False)
-    from gpuhost.acceptance import backend
+    from gpuhost.acceptance import connections
 
-    return backend.inventory()
+    return connections.inventory()
 
 
 @pytest.fixture(scope="module")
@@ -185,61 +164,71 @@ def ct_host(gpuhost_ct: tuple[str, int]) -> Any:
     return testinfra.get_host(f"pct://{node}/{ctid}")
 
 
-def describe(f: Finding) -> str:
-    """A finding as the failure message of its test: check, subject and message, then cause and fix."""
-    from gpuhost.redact import redact
-
-    lines = [f"{f.check} {f.subject}: {redact(f.message)}"]
-    if f.cause:
-        lines.append(f"  cause: {redact(f.cause)}")
-    if f.fix:
-        lines.append(f"  fix:   {redact(f.fix)}")
-    return "\n".join(lines)
-
-
-Prove = Callable[..., Finding]
-
-
 @pytest.fixture
-def prove(request: pytest.FixtureRequest) -> Prove:
+def prove(request: pytest.FixtureRequest) -> Callable[..., Any]:
     """``prove(check_fn, *args, not_applicable='why')``: call a registered check and report its finding.
 
     The finding goes into the test's ``user_properties`` (and so into JUnit XML); a FAIL fails the test
     with the finding's text; a check that does not apply (returns ``None``) skips with ``not_applicable``.
     """
+    prover = Prover(request.node.user_properties)
 
-    def record(findings: list[Finding]) -> None:
-        for f in findings:
-            request.node.user_properties.append(("finding", json.dumps(f.to_json())))
-        failed = [f for f in findings if f.level >= Level.FAIL]
-        if failed:
-            pytest.fail("\n".join(describe(f) for f in failed), pytrace=False)
-
-    def run(
-        fn: Callable[..., Finding | list[Finding] | None] | list[Finding], *args: Any, not_applicable: str = ""
-    ) -> Any:
-        if isinstance(fn, list):  # findings a pluggable proof module returned
-            record(fn)
-            return fn
-        name = getattr(fn, "check_name", fn.__name__)
-        request.node.user_properties.append(("check", name))
-        finding = fn(*args)
-        if finding is None or finding == []:
-            pytest.skip(f"{name}: {not_applicable or 'does not apply to this host'}")
-        record(finding if isinstance(finding, list) else [finding])
-        return finding
+    def run(fn: Any, *args: Any, not_applicable: str = "") -> Any:
+        with _as_pytest_outcome():
+            return prover(fn, *args, not_applicable=not_applicable)
 
     return run
 
 
-def reachable(fn: Callable[[], Any]) -> Any:
-    """Run a fact read; a connection or fact error fails the test naming it (never a traceback)."""
-    from gpuhost.errors import GpuhostError
-
+@contextlib.contextmanager
+def _as_pytest_outcome() -> Iterator[None]:
+    """A proof's failure or skip as pytest's (its message alone, no traceback)."""
     try:
-        return fn()
-    except GpuhostError as exc:
-        pytest.fail(f"reachable: {exc}", pytrace=False)
+        yield
+    except ProofFailed as exc:
+        pytest.fail(str(exc), pytrace=False)
+    except ProofSkipped as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture
+def proof_reads(subject: Subject, request: pytest.FixtureRequest) -> None:
+    """The reads the test's proof needs, made (once per subject) before it runs: their failure is the test's
+    error and their skip its skip, as a module fixture's would be."""
+    with _as_pytest_outcome():
+        subject.require(request.function.gpuhost_needs)
+
+
+def suite_tests(suite: Suite) -> dict[str, Callable[..., None]]:
+    """A suite's proofs as test functions (``test_NAME``, parametrised by ``param`` where a name has several),
+    for a suite module's globals. Each needs a module fixture ``subject`` (a :class:`Subject`)."""
+    tests: dict[str, Callable[..., None]] = {}
+    for name, group in suite.groups().items():
+        fn = _one_test(group[0]) if group[0].param is None else _parametrised(group)
+        fn.__name__ = fn.__qualname__ = f"test_{name}"
+        fn.gpuhost_needs = group[0].needs  # type: ignore[attr-defined]
+        tests[fn.__name__] = fn
+    return tests
+
+
+def _run(proof: Proof, subject: Subject, request: pytest.FixtureRequest) -> None:
+    with _as_pytest_outcome():
+        proof.run(subject, Prover(request.node.user_properties))
+
+
+def _one_test(proof: Proof) -> Callable[..., None]:
+    def test(subject: Subject, proof_reads: None, request: pytest.FixtureRequest) -> None:
+        _run(proof, subject, request)
+
+    return test
+
+
+def _parametrised(group: list[Proof]) -> Callable[..., None]:
+    @pytest.mark.parametrize("proof", group, ids=[str(p.param) for p in group])
+    def test(subject: Subject, proof_reads: None, request: pytest.FixtureRequest, proof: Proof) -> None:
+        _run(proof, subject, request)
+
+    return test
 
 
 @pytest.hookimpl(trylast=True)
@@ -247,16 +236,16 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     sel = getattr(session.config, "_gpuhost_selection", None)
     if sel is None:
         return
-    from gpuhost.acceptance import backend, drift
+    from gpuhost.acceptance.plain import finish
 
     config = session.config
-    try:
-        if config.getoption("gpuhost_drift"):
-            config._gpuhost_drift = drift.check_all(backend.inventory(), sel.nodes, sel.containers)  # type: ignore[attr-defined]
-        if config.getoption("gpuhost_save_snapshot") and exitstatus == 0:
-            drift.save_all(backend.inventory(), sel.nodes, sel.containers)
-    finally:
-        backend.close_all()
+    report = finish(
+        sel,
+        drift=config.getoption("gpuhost_drift"),
+        save_snapshot=config.getoption("gpuhost_save_snapshot") and exitstatus == 0,
+    )
+    if report is not None:
+        config._gpuhost_drift = report  # type: ignore[attr-defined]
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -272,10 +261,3 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 def pytest_configure(config: pytest.Config) -> None:
     import gpuhost.acceptance.backend  # noqa: F401  (registers the pct://, qm-guest:// and gpuhost:// schemes)
-
-
-def iter_findings(user_properties: list[tuple[str, Any]]) -> Iterator[Finding]:
-    for key, value in user_properties:
-        if key == "finding":
-            d = json.loads(value)
-            yield Finding(Level[d["level"]], d["check"], d["subject"], d["message"], d["cause"], d["fix"])

@@ -130,7 +130,16 @@ def _run_and_print(
 
     as_json = json_output(as_json)
     check_inputs(inventory, kind, limit, ctids, vmids or [])
-    report = run_suite(kind, inventory, limit=limit, ctids=ctids, vmids=vmids, junit_xml=junit_xml, drift=drift)  # type: ignore[arg-type]
+    report = run_suite(
+        kind,  # type: ignore[arg-type]
+        inventory,
+        limit=limit,
+        ctids=ctids,
+        vmids=vmids,
+        junit_xml=junit_xml,
+        drift=drift,
+        under_pytest=verbose,
+    )
     if as_json:
         print_json(report.to_json())
     else:
@@ -147,7 +156,7 @@ InventoryOpt = typer.Option(
 )
 JunitOpt = typer.Option(None, "--junit-xml", help="Also write the results as JUnit XML (for CI systems).")
 DriftOpt = typer.Option(False, "--drift", help="Also list what changed since the last provision.")
-VerboseOpt = typer.Option(False, "--verbose", "-v", help="Also show pytest's own output.")
+VerboseOpt = typer.Option(False, "--verbose", "-v", help="Run the suite under pytest and also show its own output.")
 
 
 @verify_app.command("host")

@@ -47,10 +47,10 @@ def test_provisioned_vm_passes_with_table_json_and_junit(lab, tmp_path):
 def test_the_guest_backend_reaches_the_vm_over_ssh(lab):
     import testinfra
 
-    from gpuhost.acceptance import backend
+    from gpuhost.acceptance import backend, connections  # noqa: F401  (backend: testinfra's gpuhost schemes)
     from gpuhost.inventory.loader import load_inventory
 
-    backend.use_inventory(load_inventory(lab.inventory))
+    connections.use_inventory(load_inventory(lab.inventory))
     try:
         guest = testinfra.get_host(f"qm-guest://pve1/{VMID}")
         assert guest.run("nvidia-smi -L").stdout.count("GPU ") == 2
@@ -58,7 +58,7 @@ def test_the_guest_backend_reaches_the_vm_over_ssh(lab):
         assert guest.run("exit 3").rc == 3
         assert not guest.file(CONF).exists  # the guest, not the node
     finally:
-        backend.use_inventory(None)
+        connections.use_inventory(None)
 
 
 def test_clique_args_removed_behind_gpuhosts_back_fail_naming_the_check(lab):

@@ -237,6 +237,7 @@ class _Sinks:
 
 
 def _run_options(flags: RunFlags, extra_vars: dict[str, Any], extra_origins: dict[str, Any], sinks: _Sinks) -> Any:
+    from gpuhost.runner.remembered import cache_dir
     from gpuhost.runner.run import RunOptions
 
     return RunOptions(
@@ -256,6 +257,7 @@ def _run_options(flags: RunFlags, extra_vars: dict[str, Any], extra_origins: dic
         serial=flags.serial,
         reboot_serving=frozenset(flags.reboot_serving),
         max_fail_percentage=flags.max_fail_percentage,
+        remember=cache_dir(),
     )
 
 

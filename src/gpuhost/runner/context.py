@@ -45,6 +45,11 @@ class RunnerHost:
         self._conn: Connection | None = None
         self._facts: dict[tuple[Any, ...], Any] = {}
         self._raw: dict[tuple[Any, ...], CommandResult] = {}
+        #: results of the commands the last run read, read again at this run's start (by command)
+        self._remembered: dict[str, CommandResult] = {}
+        #: the commands of the facts read before the first change (what the next run reads at its start)
+        self._asked: dict[str, None] = {}
+        self._asking = True
         self._guests: dict[Guest, RunnerHost] = {}
         self._pve: PveApi | None = None
         self.parent = parent
@@ -97,7 +102,12 @@ class RunnerHost:
         key = (fact, *args)
         if key not in self._facts:
             raw = self._raw.pop(key, None)
-            result = raw if raw is not None else self.conn.run(fact.command(*args), check=False)
+            command = raw.command if raw is not None else fact.command(*args)
+            if raw is None:
+                raw = self._remembered.get(command)
+            result = raw if raw is not None else self.conn.run(command, check=False)
+            if self._asking:
+                self._asked[command] = None
             try:
                 self._facts[key] = fact.parse(result, *args)
             except FactError as exc:
@@ -113,11 +123,28 @@ class RunnerHost:
             raise FactError(f"{self.name}: {exc}") from None
 
     def has_fact(self, key: tuple[Any, ...]) -> bool:
-        return key in self._facts or key in self._raw
+        if key in self._facts or key in self._raw:
+            return True
+        return bool(self._remembered) and key[0].command(*key[1:]) in self._remembered
 
     def store_result(self, key: tuple[Any, ...], result: CommandResult) -> None:
         """A fact's command result read ahead (batched); parsed when the fact is asked for."""
         self._raw[key] = result
+        if self._asking:
+            self._asked[result.command] = None
+
+    def remember(self, results: Mapping[str, CommandResult]) -> None:
+        """Results of the commands the last run read (:mod:`gpuhost.runner.remembered`), read again just now: a
+        fact whose command is among them is answered from them, until the first change."""
+        self._remembered.update(results)
+
+    def asked(self) -> list[str]:
+        """The commands of the (not live) facts read before this run's first change, in the order first read."""
+        return list(self._asked)
+
+    def lxc_guests(self) -> dict[int, RunnerHost]:
+        """The containers of this node that this run reached (through ``pct exec``), by id."""
+        return {g.id: ctx for g, ctx in self._guests.items() if g.kind == "lxc"}
 
     def guest(self, guest: Guest) -> RunnerHost:
         if guest not in self._guests:
@@ -194,6 +221,8 @@ class RunnerHost:
         for ctx in (self, *self._guests.values(), *([self.parent] if self.parent else [])):
             ctx._facts.clear()
             ctx._raw.clear()
+            ctx._remembered.clear()
+            ctx._asking = False
 
     def take_run_lock(self, wait: float) -> bool:
         """Hold the node's run lock (:mod:`gpuhost.runner.node_lock`) from now until :meth:`close`. True
@@ -214,6 +243,7 @@ class RunnerHost:
         self.close()
         self._facts.clear()
         self._raw.clear()
+        self._remembered.clear()
 
     def close(self) -> None:
         for guest in self._guests.values():

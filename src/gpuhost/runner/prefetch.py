@@ -162,23 +162,40 @@ def _fetch_round(host: RunnerHost, wanted: list[tuple[RunnerHost, list[tuple[Any
         if own:
             _fetch(host, own)
         return
-    commands = [key[0].command(*key[1:]) for key in own]
-    inner = [[key[0].command(*key[1:]) for key in keys] for _t, _c, keys in nested]
-    commands += [
-        f"pct exec {ctid} -- sh -c {shlex.quote(batch_command(cmds))}"
-        for (_t, ctid, _k), cmds in zip(nested, inner, strict=True)
-    ]
+    found, inside = fetch_nested(
+        host,
+        [key[0].command(*key[1:]) for key in own],
+        [(ctid, [key[0].command(*key[1:]) for key in keys]) for _t, ctid, keys in nested],
+    )
+    for key, res in zip(own, found, strict=True):
+        if res is not None:
+            host.store_result(key, res)
+    for (target, _ctid, keys), results in zip(nested, inside, strict=True):
+        for key, res in zip(keys, results, strict=True):
+            if res is not None:
+                target.store_result(key, res)
+
+
+Results = list[CommandResult | None]
+
+
+def fetch_nested(
+    host: RunnerHost, own: list[str], nested: list[tuple[int, list[str]]], *, first: str = ""
+) -> tuple[Results, list[Results]]:
+    """Host's ``own`` commands and each container's (``(ctid, commands)``, run inside host's batch through
+    ``pct exec``) in one command, after ``first`` when given; their results in order (None: not read, as every
+    command of a container that is not running)."""
+    commands = own + [f"pct exec {ctid} -- sh -c {shlex.quote(batch_command(cmds))}" for ctid, cmds in nested]
     sink = io.BytesIO()
-    host.conn.run(batch_command(commands), check=False, stdout_sink=sink)
+    script = batch_command(commands)
+    host.conn.run(f"{first}\n{script}" if first else script, check=False, stdout_sink=sink)
     frames = _frames(len(commands), sink.getvalue())
-    for key, cmd, frame in zip(own, commands, frames, strict=False):
-        if frame is not None:
-            host.store_result(key, _result(cmd, frame))
-    for (target, _ctid, keys), cmds, frame in zip(nested, inner, frames[len(own) :], strict=True):
-        found = _frames(len(cmds), frame[1]) if frame is not None else [None] * len(cmds)
-        for key, cmd, sub in zip(keys, cmds, found, strict=True):
-            if sub is not None:
-                target.store_result(key, _result(cmd, sub))
+    found = [None if f is None else _result(cmd, f) for cmd, f in zip(own, frames, strict=False)]
+    inside: list[Results] = []
+    for (_ctid, cmds), frame in zip(nested, frames[len(own) :], strict=True):
+        subs = _frames(len(cmds), frame[1]) if frame is not None else [None] * len(cmds)
+        inside.append([None if f is None else _result(c, f) for c, f in zip(cmds, subs, strict=True)])
+    return found, inside
 
 
 def _result(command: str, frame: tuple[int, bytes, bytes]) -> CommandResult:

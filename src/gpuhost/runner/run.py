@@ -10,6 +10,7 @@ import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from gpuhost.connection.base import Connection, Rebootable
@@ -23,6 +24,7 @@ from gpuhost.inventory.loader import Inventory
 from gpuhost.inventory.models import NodeSpec
 from gpuhost.playbook.models import Playbook
 from gpuhost.playbook.variables import Layer, Origin
+from gpuhost.runner import remembered
 from gpuhost.runner.apply import apply_plan
 from gpuhost.runner.connect import open_connection
 from gpuhost.runner.context import RunnerHost
@@ -68,6 +70,9 @@ class RunOptions:
     #: provision commands' ``--drift`` baseline): (fact, *args) for a host's name. It is read ahead with the first
     #: batch, so a run that changes nothing pays no round trip for it; a change reads it again at the end.
     snapshot: Callable[[str], tuple[Any, ...]] | None = None
+    #: where each host's reads are remembered from run to run (:mod:`gpuhost.runner.remembered`): a host's
+    #: first contact reads what its last run of this playbook read, in one batch; None: not remembered
+    remember: Path | None = None
 
     def extra_layer(self) -> Layer:
         origins = {k: self.extra_origins.get(k, Origin("-e")) for k in self.extra_vars}
@@ -379,11 +384,16 @@ def execute(
 
     last_play = {name: prepared for prepared in plays for name in prepared.hosts}
 
+    def record(name: str) -> Path:
+        assert opts.remember is not None
+        return remembered.record_path(opts.remember, Path(playbook.path), Path(inventory.path), name)
+
     def one(prepared: PreparedPlay, name: str) -> bool:
         summary = report.hosts.setdefault(name, HostSummary())
         hp = prepared.hosts[name]
         node = inventory.nodes[name]
         ctx = contexts.get(name)
+        first = ctx is None
         if ctx is None:
             ctx = RunnerHost(node, hp.vars, templates, check=opts.check, connect=opts.connect)
             contexts[name] = ctx
@@ -396,6 +406,8 @@ def execute(
         runner.stopping = stopped
         try:
             try:
+                if first and opts.remember is not None:
+                    remembered.read(ctx, *remembered.load(record(name)))
                 tasks, handlers = _expand(hp, ctx)
             except GpuhostError as exc:
                 summary.unreachable = summary.unreachable or isinstance(exc, ConnectionFailed)
@@ -449,6 +461,11 @@ def execute(
     finally:
         for ctx in contexts.values():
             ctx.close()
+    if opts.remember is not None and not stopped:
+        for name, ctx in contexts.items():
+            summary = report.hosts[name]
+            if not (summary.failed or summary.unreachable):
+                _remember(record(name), ctx)
     if stopped:
         _mark_interrupted(report, stopped[0], emit)
     report.duration = time.monotonic() - start
@@ -459,6 +476,13 @@ def execute(
             "(gpuhost run --list-tasks shows the names)"
         )
     return report
+
+
+def _remember(path: Path, ctx: RunnerHost) -> None:
+    try:
+        remembered.save(path, ctx)
+    except OSError:
+        pass  # an optimisation: the next run reads its facts as it would have without a record
 
 
 def _close_all(exc: Interrupted, stopped: list[str], contexts: dict[str, RunnerHost]) -> None:

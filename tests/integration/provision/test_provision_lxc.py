@@ -102,6 +102,10 @@ def test_first_run_builds_a_verified_8_gpu_container_second_run_changes_nothing(
     assert again["hosts"]["pve1"]["changed"] == 0 and again["hosts"]["pve1"]["rebooted"] is False
     # converged: the batched reads of the node and the container (pct exec inside the node's batch), no more
     assert again["hosts"]["pve1"]["round_trips"] <= 3, again["hosts"]["pve1"]
+    # and once a converged run recorded what it read, the next reads it all in one command when it connects
+    code, third = run_json("provision", "lxc", "-i", str(lab.inventory), "--allow-reboot", "--allow-restart")
+    assert code == 0 and third["hosts"]["pve1"]["changed"] == 0
+    assert third["hosts"]["pve1"]["round_trips"] == 1, third["hosts"]["pve1"]
 
 
 def test_rerun_starts_a_persistenced_stopped_by_hand(lab):
@@ -110,6 +114,7 @@ def test_rerun_starts_a_persistenced_stopped_by_hand(lab):
     assert lab.run("pve1", "systemctl is-active nvidia-persistenced").stdout.strip() != "active"
     code, report = run_json("provision", "lxc", "-i", str(lab.inventory), "--allow-reboot", "--allow-restart")
     assert code == 0, [t for t in report["tasks"] if t["status"] == "failed"]
+    # read with the last run's remembered reads: the stopped unit is this run's reading, and is put right
     assert task(report, "pve1", "nvidia-persistenced.service running")["status"] == "changed"
     assert report["hosts"]["pve1"]["rebooted"] is False
     assert lab.run("pve1", "systemctl is-active nvidia-persistenced").stdout.strip() == "active"

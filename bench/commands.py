@@ -24,6 +24,10 @@ The floor of each lab (``bench/commands_floor.py``, once a round): a paramiko sc
 over one connection, one remote command each (IOMMU on, the host driver, the container's config and status, the
 container's driver equal to the host's; or the container running, its unit active, ``/health`` 200 from inside
 it). Each command's figure over its lab's floor is paired per round (the median of the round's ratios).
+
+The replay floor of each command (once a round): the remote commands one converged run of it sent (captured once,
+from the last tree, before the rounds), replayed as sent over one paramiko connection, nothing judged: the same
+remote work with the least client. A command's time over its replay floor is what gpuhost's own client costs.
 """
 
 from __future__ import annotations
@@ -71,6 +75,38 @@ def gpuhost(src: Path, inventory: Path, *args: str, report: bool = True) -> tupl
     return wall, json.loads(r.stdout) if report else {}
 
 
+#: runs gpuhost as ``python -m gpuhost`` does, recording every command it sends (paramiko's ``exec_command``)
+_CAPTURE = """
+import json, os, sys
+import paramiko
+sent = []
+real = paramiko.Channel.exec_command
+def exec_command(self, command):
+    sent.append(command.decode() if isinstance(command, bytes) else command)
+    return real(self, command)
+paramiko.Channel.exec_command = exec_command
+import atexit
+atexit.register(lambda: open(os.environ["GPUHOST_BENCH_SENT"], "w").write(json.dumps(sent)))
+sys.argv = ["gpuhost", *sys.argv[1:]]
+from gpuhost.cli.app import console
+console()
+"""
+
+
+def capture(src: Path, inventory: Path, args: tuple[str, ...], out: Path) -> Path:
+    """The remote commands one run of ``gpuhost ARGS`` sends (a converged run: it must exit 0), as a JSON list.
+
+    A converged run first, so that the captured one reads what a converged run remembered (the lab's first build
+    changed the node, and a run records only what it read before its first change)."""
+    gpuhost(src, inventory, *args)
+    env = {**os.environ, "PYTHONPATH": str(src), "GPUHOST_BENCH_SENT": str(out)}
+    argv = [sys.executable, "-c", _CAPTURE, *args, "-i", str(inventory), "--json"]
+    r = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=900, check=False)
+    if r.returncode != 0:
+        raise SystemExit(f"capture of gpuhost {' '.join(args)} exited {r.returncode}:\n{(r.stdout + r.stderr)[-3000:]}")
+    return out
+
+
 def remote_commands(log: Path) -> list[str]:
     """The remote commands a run's ``--log`` recorded (``gpuhost.remote``), each cut to its first line."""
     if not log.exists():
@@ -103,7 +139,8 @@ def measured(name: str, inventory: Path, args: tuple[str, ...], logs: Path) -> J
 
 
 def floor_job(name: str, handle: Any, node: str, *check: str) -> Job:
-    """``bench/commands_floor.py``: the same checks in one paramiko connection (a subprocess, as a user runs it)."""
+    """``bench/commands_floor.py``: the checks (or the replay of a run's commands) in one paramiko connection (a
+    subprocess, as a user runs it)."""
     script = ROOT / "bench" / "commands_floor.py"
     address = handle.node(node).address
 
@@ -167,20 +204,29 @@ def main(argv: list[str] | None = None) -> int:
                 print("provision lab: building (first provision lxc) ...", file=log)
                 handle, inv = provision_lab(Path(tmp) / "plab", srcs)
                 cleanup.append(lambda h=handle: (h.close(), manager.down(h.state_dir)))
+                chosen = []
                 if "provision" in wanted:
-                    again = ("provision", "lxc", "--allow-reboot", "--allow-restart")
-                    jobs.append(measured("provision lxc", inv, again, logs))
+                    chosen.append(("provision lxc", ("provision", "lxc", "--allow-reboot", "--allow-restart")))
                 if "verify-lxc" in wanted:
-                    jobs.append(measured("verify lxc", inv, ("verify", "lxc"), logs))
+                    chosen.append(("verify lxc", ("verify", "lxc")))
+                for name, argv in chosen:
+                    jobs.append(measured(name, inv, argv, logs))
+                    sent = capture(srcs[-1], inv, argv, Path(tmp) / f"{name.replace(' ', '-')}.json")
+                    floors.append(floor_job(f"replay {name}", handle, "pve1", "replay", str(sent)))
                 floors.append(floor_job("floor lxc", handle, "pve1", "lxc", "200"))
             if {"launch", "verify-serve"} & set(wanted):
                 print("serve lab: building (first launch sglang) ...", file=log)
                 sinv, gen, shandle = serve_lab(Path(tmp) / "slab", srcs)
                 cleanup.append(gen.close)
+                chosen = []
                 if "launch" in wanted:
-                    jobs.append(measured("launch sglang", sinv, ("launch", "sglang"), logs))
+                    chosen.append(("launch sglang", ("launch", "sglang")))
                 if "verify-serve" in wanted:
-                    jobs.append(measured("verify serve", sinv, ("verify", "serve"), logs))
+                    chosen.append(("verify serve", ("verify", "serve")))
+                for name, argv in chosen:
+                    jobs.append(measured(name, sinv, argv, logs))
+                    sent = capture(srcs[-1], sinv, argv, Path(tmp) / f"{name.replace(' ', '-')}.json")
+                    floors.append(floor_job(f"replay {name}", shandle, "sgl", "replay", str(sent)))
                 url = f"http://{shandle.node('sgl').address}:30000/health"
                 floors.append(floor_job("floor serve", shandle, "sgl", "serve", "230", url))
             for rnd in range(args.rounds + 1):
@@ -197,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
                 undo()
     summary: dict[str, dict[str, dict[str, float]]] = {}
     for name in dict.fromkeys(r["command"] for r in runs):
-        for tree in trees if not name.startswith("floor") else ["floor"]:
+        for tree in trees if not name.startswith(("floor", "replay")) else ["floor"]:
             mine = [r for r in runs if r["command"] == name and r["tree"] == tree and r["round"] > 0]
             summary.setdefault(name, {})[tree] = {
                 "wall_s": round(statistics.median(r["wall_s"] for r in mine), 3),
@@ -206,17 +252,20 @@ def main(argv: list[str] | None = None) -> int:
                 "round_trips": max(r["round_trips"] for r in mine),
             }
     over_floor: dict[str, float] = {}  # paired: the median over rounds of the last tree's time over its lab's floor
+    over_replay: dict[str, float] = {}  # and over its replay floor
     walls = {(r["command"], r["tree"], r["round"]): r["wall_s"] for r in runs if r["round"] > 0}
     for name in summary:
-        floor = "floor lxc" if name in ("provision lxc", "verify lxc") else "floor serve"
-        if name.startswith("floor") or floor not in summary:
+        if name.startswith(("floor", "replay")):
             continue
-        pairs = [walls[(name, trees[-1], k)] / walls[(floor, "floor", k)] for k in range(1, args.rounds + 1)]
-        over_floor[name] = round(statistics.median(pairs), 3)
+        floor = "floor lxc" if name in ("provision lxc", "verify lxc") else "floor serve"
+        for ref, into in ((floor, over_floor), (f"replay {name}", over_replay)):
+            if ref in summary:
+                pairs = [walls[(name, trees[-1], k)] / walls[(ref, "floor", k)] for k in range(1, args.rounds + 1)]
+                into[name] = round(statistics.median(pairs), 3)
     ratios: dict[str, float] = {}
     if len(trees) > 1:  # paired: the median over rounds of the last tree's time over the first's
         for name in summary:
-            if name.startswith("floor"):
+            if name.startswith(("floor", "replay")):
                 continue
             by = {(r["tree"], r["round"]): r["wall_s"] for r in runs if r["command"] == name and r["round"] > 0}
             pairs = [by[(trees[-1], k)] / by[(trees[0], k)] for k in range(1, args.rounds + 1)]
@@ -230,6 +279,7 @@ def main(argv: list[str] | None = None) -> int:
         "medians": summary,
         "ratios_last_over_first": ratios,
         "ratios_over_floor": over_floor,
+        "ratios_over_replay": over_replay,
         "runs": runs,
     }
     if args.json:
@@ -247,6 +297,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{'':<16}{'last / first':<22}{ratios[name]:>8.2f}x")
         if name in over_floor:
             print(f"{'':<16}{'last / floor':<22}{over_floor[name]:>8.2f}x")
+        if name in over_replay:
+            print(f"{'':<16}{'last / replay':<22}{over_replay[name]:>8.2f}x")
     return 0
 
 

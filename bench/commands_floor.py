@@ -3,12 +3,18 @@ connection, one remote command per check, as a hand-written script would.
 
     python commands_floor.py KEY_FILE KNOWN_HOSTS ADDRESS lxc CTID
     python commands_floor.py KEY_FILE KNOWN_HOSTS ADDRESS serve CTID HEALTH_URL
+    python commands_floor.py KEY_FILE KNOWN_HOSTS ADDRESS replay COMMANDS_JSON
 
 ``lxc`` (the floor of ``provision lxc`` and ``verify lxc``): the IOMMU on the running kernel's command line, the
 host driver's version, the container's config passing the GPUs, the container running, and the driver version
 its ``nvidia-smi`` reports equal to the host's. ``serve`` (``launch sglang`` and ``verify serve``): the container
 running, its SGLang unit active, ``/health`` 200 asked from inside it. Prints ``failed=N`` (0 when every check
 holds) and exits 1 when one does not. No models, no templates, no inventory: the least a tool could do.
+
+``replay`` (the *replay floor* of any command): the remote commands one converged run of gpuhost sent, exactly as
+it sent them (a JSON list, captured by ``bench/commands.py``), run one after another over one connection, their
+output read and nothing judged. It does the same remote work as that run with the least client there is, so a
+command's time over it is gpuhost's own client cost: start-up, models, planning, judging.
 """
 
 from __future__ import annotations
@@ -61,8 +67,21 @@ def serve_checks(run: Run, ctid: int, url: str) -> list[str]:
     return failed
 
 
+def replay(run: Run, commands_json: str) -> None:
+    import json
+
+    for cmd in json.loads(Path(commands_json).read_text()):
+        run(cmd)
+
+
 def main(key_file: str, known_hosts: str, address: str, kind: str, ctid: str, *rest: str) -> int:
     client = connect(address, key_file, known_hosts)
+    if kind == "replay":
+        try:
+            replay(lambda cmd: command(client, cmd), ctid)
+        finally:
+            client.close()
+        return 0
     try:
 
         def run(cmd: str) -> tuple[int, str]:

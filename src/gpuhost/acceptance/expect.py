@@ -9,13 +9,15 @@ is built by the role that provisions it (:func:`gpuhost.roles.proxmox_host.host_
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuhost.errors import ConfigError
 from gpuhost.inventory.loader import Inventory, load_inventory
 from gpuhost.playbook.variables import Layer, Origin, merge, validate_role_vars
 from gpuhost.roles.lxc_gpu import LxcGpuVars
-from gpuhost.roles.proxmox_host import ProxmoxHostVars
+
+if TYPE_CHECKING:
+    from gpuhost.roles.proxmox_host import ProxmoxHostVars
 
 
 def _vars(inventory: Inventory, node: str, model: type[Any], role: str, extra: dict[str, tuple[Any, str]]) -> Any:
@@ -34,6 +36,8 @@ def _vars(inventory: Inventory, node: str, model: type[Any], role: str, extra: d
 
 
 def host_vars(inventory: Inventory, node: str) -> ProxmoxHostVars:
+    from gpuhost.roles.proxmox_host import ProxmoxHostVars  # its operations are not needed for verify lxc or serve
+
     result: ProxmoxHostVars = _vars(inventory, node, ProxmoxHostVars, "proxmox_host", {})
     return result
 

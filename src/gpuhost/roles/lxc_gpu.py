@@ -13,22 +13,7 @@ from gpuhost.core.task import FLUSH_HANDLERS, Task, task
 from gpuhost.errors import OperationFailed
 from gpuhost.facts.host import HostFacts, host_facts
 from gpuhost.inventory.models import ContainerSpec, DeviceGid, StorageId
-from gpuhost.operations.files import Template, TemplateArgs
-from gpuhost.operations.lxc import (
-    ContainerArgs,
-    DevicesArgs,
-    InContainerArgs,
-    InCt,
-    LxcContainer,
-    LxcDevices,
-    LxcRestart,
-    LxcRunning,
-    PushArgs,
-    PushToGuest,
-    RunningArgs,
-)
-from gpuhost.operations.nvidia import DriverPin, NvidiaDriver, NvidiaDriverArgs, NvidiaInstaller, installer_path
-from gpuhost.operations.verify import ContainerProofs, Verify, VerifyArgs
+from gpuhost.operations.nvidia import DriverPin
 from gpuhost.roles.base import Role, RoleVars
 
 if TYPE_CHECKING:
@@ -100,6 +85,24 @@ def container_expectation(devices: list[str], driver: str | None) -> ContainerEx
 
 
 def container_tasks(ctid: int, spec: ContainerSpec, v: LxcGpuVars, pin: DriverPin, facts: HostFacts) -> list[Task]:
+    # the operations are imported where the tasks are built: ``gpuhost verify lxc`` needs this module's
+    # expectations only, not the operations (jinja2 among them)
+    from gpuhost.operations.files import Template, TemplateArgs
+    from gpuhost.operations.lxc import (
+        ContainerArgs,
+        DevicesArgs,
+        InContainerArgs,
+        InCt,
+        LxcContainer,
+        LxcDevices,
+        LxcRunning,
+        PushArgs,
+        PushToGuest,
+        RunningArgs,
+    )
+    from gpuhost.operations.nvidia import NvidiaDriver, NvidiaDriverArgs, installer_path
+    from gpuhost.operations.verify import ContainerProofs, Verify, VerifyArgs
+
     devices = gpu_devices(spec, facts)
     expect = container_expectation(devices, pin.version)
     gpus = expect.gpus
@@ -159,6 +162,8 @@ class LxcGpu(Role[LxcGpuVars]):
     templates = (APT_HOLD_TEMPLATE,)
 
     def tasks(self, host: HostContext, v: LxcGpuVars) -> list[Task]:
+        from gpuhost.operations.nvidia import NvidiaInstaller
+
         containers = v.selected()
         if not containers:
             return []
@@ -183,4 +188,6 @@ class LxcGpu(Role[LxcGpuVars]):
         return tasks
 
     def handlers(self, v: LxcGpuVars) -> list[Task]:
+        from gpuhost.operations.lxc import LxcRestart, RunningArgs
+
         return [task(restart_handler(ctid), LxcRestart(RunningArgs(ctid=ctid))) for ctid in v.selected()]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from enum import StrEnum
-from functools import cache
+from functools import cache, cached_property
 from importlib import resources
 from typing import Any
 
@@ -47,6 +47,11 @@ class FlagTable(BaseModel):
     args: list[FlagArg]
 
     def by_flag(self) -> dict[str, FlagArg]:
+        """Each option string's action (made once per table: a launch resolves a few hundred flags)."""
+        return self._by_flag
+
+    @cached_property
+    def _by_flag(self) -> dict[str, FlagArg]:
         return {flag: arg for arg in self.args for flag in arg.flags}
 
 

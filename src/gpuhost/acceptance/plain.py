@@ -7,26 +7,23 @@ importing it, collecting the suite and setting up its fixtures were about a quar
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from gpuhost.acceptance.proof import Proof, ProofFailed, ProofSkipped, Prover, Subject, Suite
-from gpuhost.acceptance.report import Kind, Row, SuiteReport, make_row
+from gpuhost.acceptance.report import Row, SuiteReport, SuiteRequest, make_row
 from gpuhost.acceptance.selection import NONE_SELECTED, Selection, ids, select
 
 
-def run_plain(
-    kind: Kind, inventory: Path, *, limit: str | None, ctids: list[int], vmids: list[int], drift: bool
-) -> SuiteReport:
+def run_plain(request: SuiteRequest) -> SuiteReport:
     from gpuhost.acceptance import connections
     from gpuhost.acceptance.proofs import suite
     from gpuhost.inventory.loader import load_inventory
 
-    inv = load_inventory(inventory)
+    inv = load_inventory(request.inventory)
     connections.use_inventory(inv)
     connections.take_round_trips()  # count this suite's commands only
-    sel = select(inv, limit, ctids, vmids)
-    proofs = suite(kind)
+    sel = select(inv, request.limit, list(request.ctids), list(request.vmids))
+    proofs = suite(request.kind)
     rows: list[Row] = []
     changed: list[Any] | None = None
     try:
@@ -37,8 +34,8 @@ def run_plain(
         if not keys:  # as pytest's run: each test once, skipped with why
             rows += [_row(proofs, p, "none", "SKIP", [], NONE_SELECTED[proofs.field]) for p in proofs.proofs]
     finally:
-        changed = finish(sel, drift=drift, save_snapshot=False)
-    return SuiteReport(kind, rows, 0, "", changed, connections.take_round_trips())
+        changed = finish(sel, drift=request.drift, save_snapshot=False)
+    return SuiteReport(request.kind, rows, 0, "", changed, connections.take_round_trips())
 
 
 def _row(suite: Suite, proof: Proof, param: str, outcome: str, props: list[tuple[str, Any]], text: str) -> Row:

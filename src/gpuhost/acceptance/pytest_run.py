@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from gpuhost.acceptance.report import Kind, Row, SuiteReport, make_row
+from gpuhost.acceptance.report import Row, SuiteReport, SuiteRequest, make_row
 
 SUITE = Path(__file__).resolve().parent / "suite"
 
@@ -44,18 +44,10 @@ class _Collector:
         self.drift = getattr(config, "_gpuhost_drift", None)
 
 
-def run_under_pytest(
-    kind: Kind,
-    inventory: Path,
-    *,
-    limit: str | None = None,
-    ctids: list[int] | None = None,
-    vmids: list[int] | None = None,
-    junit_xml: Path | None = None,
-    drift: bool = False,
-) -> SuiteReport:
+def run_under_pytest(request: SuiteRequest) -> SuiteReport:
+    r = request
     args = [
-        str(SUITE / f"test_{kind}.py"),
+        str(SUITE / f"test_{r.kind}.py"),
         "-c",
         str(SUITE / "pytest.ini"),
         "--rootdir",
@@ -63,19 +55,19 @@ def run_under_pytest(
         "-p",
         "gpuhost.acceptance.plugin",
         "--gpuhost-inventory",
-        str(inventory),
+        str(r.inventory),
         "-q",
         "--assert=plain",  # the suite asserts nothing itself (its checks' findings fail a test): no rewriting
     ]
-    if limit:
-        args += ["--gpuhost-limit", limit]
-    for c in ctids or ():
+    if r.limit:
+        args += ["--gpuhost-limit", r.limit]
+    for c in r.ctids:
         args += ["--gpuhost-ctid", str(c)]
-    for v in vmids or ():
+    for v in r.vmids:
         args += ["--gpuhost-vmid", str(v)]
-    if junit_xml is not None:
-        args += ["--junit-xml", str(junit_xml)]
-    if drift:
+    if r.junit_xml is not None:
+        args += ["--junit-xml", str(r.junit_xml)]
+    if r.drift:
         args.append("--drift")
     from gpuhost.acceptance import connections
 
@@ -84,7 +76,9 @@ def run_under_pytest(
     connections.take_round_trips()  # count this suite's commands only
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out), _no_plugin_autoload():
         code = pytest.main(args, plugins=[collector])
-    return SuiteReport(kind, collector.rows, int(code), out.getvalue(), collector.drift, connections.take_round_trips())
+    return SuiteReport(
+        r.kind, collector.rows, int(code), out.getvalue(), collector.drift, connections.take_round_trips()
+    )
 
 
 @contextlib.contextmanager

@@ -4,11 +4,25 @@ of a :class:`SuiteReport`, the same whichever runner ran the proofs."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from gpuhost.checks.finding import Finding
 
 Kind = Literal["host", "lxc", "vm", "serve"]
+
+
+@dataclass(frozen=True)
+class SuiteRequest:
+    """What a ``verify`` asks for: the kind, the inventory, the selection, JUnit XML and drift."""
+
+    kind: Kind
+    inventory: Path
+    limit: str | None = None
+    ctids: tuple[int, ...] = ()
+    vmids: tuple[int, ...] = ()
+    junit_xml: Path | None = None
+    drift: bool = False
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gpuhost.acceptance.report import Kind, SuiteReport
+from gpuhost.acceptance.report import Kind, SuiteReport, SuiteRequest
 
 
 def run_suite(
@@ -21,15 +21,14 @@ def run_suite(
 ) -> SuiteReport:
     """Run the proofs of ``kind``: under pytest when asked (``under_pytest``, for its output) or for JUnit XML,
     else without pytest's start-up (:mod:`gpuhost.acceptance.plain`). Both give the same rows."""
+    request = SuiteRequest(kind, inventory, limit, tuple(ctids or ()), tuple(vmids or ()), junit_xml, drift)
     if under_pytest or junit_xml is not None:
         from gpuhost.acceptance.pytest_run import run_under_pytest
 
-        return run_under_pytest(
-            kind, inventory, limit=limit, ctids=ctids, vmids=vmids, junit_xml=junit_xml, drift=drift
-        )
+        return run_under_pytest(request)
     from gpuhost.acceptance.plain import run_plain
 
-    return run_plain(kind, inventory, limit=limit, ctids=ctids or [], vmids=vmids or [], drift=drift)
+    return run_plain(request)
 
 
 def dumps(report: SuiteReport) -> str:

@@ -76,6 +76,37 @@ def test_plain_pytest_runs_the_suite(lab):
     assert "passed" in r.stdout and "failed" not in r.stdout
 
 
+def test_the_everyday_verify_runs_without_pytest_and_reports_what_the_run_under_pytest_reports(lab):
+    """``verify`` without ``--junit-xml`` or ``-v`` does not start pytest; test for test, outcome for outcome and
+    message for message, it reports what the same proofs report under pytest: on a passing container, and on a
+    stopped one (whose proofs inside it error on the stopped container)."""
+
+    def rows(*extra: str) -> tuple[int, list[tuple[str, ...]]]:
+        code, doc = run_json("verify", "lxc", "-i", str(lab.inventory), *extra)
+        return code, sorted((t["test"], t["outcome"], t["check"], t["subject"], t["message"]) for t in doc["tests"])
+
+    plain = gpuhost("verify", "lxc", "-i", str(lab.inventory), env={"PYTHONPROFILEIMPORTTIME": "1"})
+    assert plain.returncode == 0, plain.stdout + plain.stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in plain.stderr.splitlines() if line.startswith("import time")}
+    assert "gpuhost.acceptance.plain" in imported
+    assert not {"pytest", "_pytest", "testinfra"} & imported
+    assert rows() == rows("-v")
+    cuda = ("test_lxc.py::test_container[pve1/200-ct.cuda_init]", "PASS", "ct.cuda_init", "pve1/CT 200")
+    assert (*cuda, "cuInit ok, 2 CUDA devices") in rows()[1]
+    lab.run("pve1", "pct stop 200")
+    try:
+        code, found = rows()
+        assert (code, found) == rows("-v")
+        assert code == 1
+        outcomes = {(t[0].split("::")[1].split("[")[0], t[1]) for t in found}
+        assert ("test_running", "FAIL") in outcomes and ("test_devices_configured", "PASS") in outcomes
+        assert ("test_driver_held", "ERROR") in outcomes
+        assert [t[4] for t in found if t[0].endswith("ct.memlock]")] == ["ct.running pve1/CT 200: CT 200 is stopped"]
+    finally:
+        lab.run("pve1", "pct start 200")
+    assert verify(lab, "lxc").returncode == 0
+
+
 def test_backend_runs_testinfra_modules_inside_the_container(lab):
     import testinfra
 
@@ -147,34 +178,3 @@ def test_driver_upgraded_on_the_host_only_fails_the_container_match(lab, tmp_pat
     code, doc = run_json("verify", "lxc", "-i", str(newer))
     assert code == 1
     assert ("ct.driver_match", "container userspace 580.95.05, host module 580.105.08") in failed(doc)
-
-
-def test_the_everyday_verify_runs_without_pytest_and_reports_what_the_run_under_pytest_reports(lab):
-    """``verify`` without ``--junit-xml`` or ``-v`` does not start pytest; test for test, outcome for outcome and
-    message for message, it reports what the same proofs report under pytest: on a passing container, and on a
-    stopped one (whose proofs inside it error on the stopped container)."""
-
-    def rows(*extra: str) -> tuple[int, list[tuple[str, ...]]]:
-        code, doc = run_json("verify", "lxc", "-i", str(lab.inventory), *extra)
-        return code, sorted((t["test"], t["outcome"], t["check"], t["subject"], t["message"]) for t in doc["tests"])
-
-    plain = gpuhost("verify", "lxc", "-i", str(lab.inventory), env={"PYTHONPROFILEIMPORTTIME": "1"})
-    assert plain.returncode == 0, plain.stdout + plain.stderr
-    imported = {line.rsplit("|", 1)[-1].strip() for line in plain.stderr.splitlines() if line.startswith("import time")}
-    assert "gpuhost.acceptance.plain" in imported
-    assert not {"pytest", "_pytest", "testinfra"} & imported
-    assert rows() == rows("-v")
-    cuda = ("test_lxc.py::test_container[pve1/200-ct.cuda_init]", "PASS", "ct.cuda_init", "pve1/CT 200")
-    assert (*cuda, "cuInit ok, 2 CUDA devices") in rows()[1]
-    lab.run("pve1", "pct stop 200")
-    try:
-        code, found = rows()
-        assert (code, found) == rows("-v")
-        assert code == 1
-        outcomes = {(t[0].split("::")[1].split("[")[0], t[1]) for t in found}
-        assert ("test_running", "FAIL") in outcomes and ("test_devices_configured", "PASS") in outcomes
-        assert ("test_driver_held", "ERROR") in outcomes
-        assert [t[4] for t in found if t[0].endswith("ct.memlock]")] == ["ct.running pve1/CT 200: CT 200 is stopped"]
-    finally:
-        lab.run("pve1", "pct start 200")
-    assert verify(lab, "lxc").returncode == 0

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from gpuhost.connection.base import Connection, Held
@@ -50,6 +50,10 @@ class RunnerHost:
         #: the commands of the facts read before the first change (what the next run reads at its start)
         self._asked: dict[str, None] = {}
         self._asking = True
+        #: those of them read alone before any batch (the facts the roles are expanded from): read first
+        self._first: dict[str, None] = {}
+        self._remembered_first: set[str] = set()
+        self._batched = False
         self._guests: dict[Guest, RunnerHost] = {}
         self._pve: PveApi | None = None
         self.parent = parent
@@ -103,11 +107,17 @@ class RunnerHost:
         if key not in self._facts:
             raw = self._raw.pop(key, None)
             command = raw.command if raw is not None else fact.command(*args)
+            alone = False
             if raw is None:
                 raw = self._remembered.get(command)
+                alone = raw is not None and command in self._remembered_first
+            if raw is None:
+                alone = not self._batched
             result = raw if raw is not None else self.conn.run(command, check=False)
             if self._asking:
                 self._asked[command] = None
+                if alone:
+                    self._first[command] = None
             try:
                 self._facts[key] = fact.parse(result, *args)
             except FactError as exc:
@@ -130,17 +140,21 @@ class RunnerHost:
     def store_result(self, key: tuple[Any, ...], result: CommandResult) -> None:
         """A fact's command result read ahead (batched); parsed when the fact is asked for."""
         self._raw[key] = result
+        self._batched = True
         if self._asking:
             self._asked[result.command] = None
 
-    def remember(self, results: Mapping[str, CommandResult]) -> None:
+    def remember(self, results: Mapping[str, CommandResult], first: Iterable[str] = ()) -> None:
         """Results of the commands the last run read (:mod:`gpuhost.runner.remembered`), read again just now: a
-        fact whose command is among them is answered from them, until the first change."""
+        fact whose command is among them is answered from them, until the first change. ``first``: those the
+        last run read alone before its batches."""
         self._remembered.update(results)
+        self._remembered_first.update(first)
 
-    def asked(self) -> list[str]:
-        """The commands of the (not live) facts read before this run's first change, in the order first read."""
-        return list(self._asked)
+    def asked(self) -> tuple[list[str], list[str]]:
+        """The commands of the (not live) facts read before this run's first change, in the order first read,
+        and those of them that were read alone before any batch (read first, and finished before the others)."""
+        return list(self._asked), [c for c in self._asked if c in self._first]
 
     def lxc_guests(self) -> dict[int, RunnerHost]:
         """The containers of this node that this run reached (through ``pct exec``), by id."""
@@ -222,6 +236,7 @@ class RunnerHost:
             ctx._facts.clear()
             ctx._raw.clear()
             ctx._remembered.clear()
+            ctx._remembered_first.clear()
             ctx._asking = False
 
     def take_run_lock(self, wait: float) -> bool:

@@ -77,17 +77,20 @@ class Recorder:
         return self.host.render_template(name, extra)
 
 
-def batch_command(commands: list[str]) -> str:
+def batch_command(commands: list[str], first: int = 0) -> str:
     """One script running the commands at once, each in a subshell of its own (facts are read-only
     probes; on a lab node or a real host several are slow programs, pveversion, proxmox-boot-tool,
-    systemctl, so waiting for each in turn costs their sum). After all finish it prints a marker line
-    with the exit codes, the byte size of every output and error file, then the files themselves: three
-    programs (mktemp, stat, cat) however many facts, where encoding each file cost a few per fact."""
+    systemctl, so waiting for each in turn costs their sum). The ``first`` leading commands run (at once)
+    and finish before the others start. After all finish it prints a marker line with the exit codes, the
+    byte size of every output and error file, then the files themselves: three programs (mktemp, stat, cat)
+    however many facts, where encoding each file cost a few per fact."""
     n = len(commands)
     parts = ["d=$(mktemp -d) || exit 1; trap 'rm -rf -- \"$d\"' EXIT"]
     for i, cmd in enumerate(commands):
+        if i == first and first:
+            parts += [f'wait "$p{k}"; r{k}=$?' for k in range(first)]
         parts.append(f'( {cmd}\n) >"$d/o{i}" 2>"$d/e{i}" </dev/null & p{i}=$!')
-    parts += [f'wait "$p{i}"; r{i}=$?' for i in range(n)]
+    parts += [f'wait "$p{i}"; r{i}=$?' for i in (range(first, n) if 0 < first < n else range(n))]
     names = " ".join(f"o{i} e{i}" for i in range(n))
     codes = " ".join(f"$r{i}" for i in range(n))
     parts += ['cd "$d" || exit 1', f'printf "{_MARK} %s\\n" "{codes}"', f"stat -c %s {names}", f"cat {names}"]
@@ -180,15 +183,14 @@ Results = list[CommandResult | None]
 
 
 def fetch_nested(
-    host: RunnerHost, own: list[str], nested: list[tuple[int, list[str]]], *, first: str = ""
+    host: RunnerHost, own: list[str], nested: list[tuple[int, list[str]]], *, first: int = 0
 ) -> tuple[Results, list[Results]]:
     """Host's ``own`` commands and each container's (``(ctid, commands)``, run inside host's batch through
-    ``pct exec``) in one command, after ``first`` when given; their results in order (None: not read, as every
-    command of a container that is not running)."""
+    ``pct exec``) in one command, the ``first`` of ``own`` finished before the others start; their results in
+    order (None: not read, as every command of a container that is not running)."""
     commands = own + [f"pct exec {ctid} -- sh -c {shlex.quote(batch_command(cmds))}" for ctid, cmds in nested]
     sink = io.BytesIO()
-    script = batch_command(commands)
-    host.conn.run(f"{first}\n{script}" if first else script, check=False, stdout_sink=sink)
+    host.conn.run(batch_command(commands, first), check=False, stdout_sink=sink)
     frames = _frames(len(commands), sink.getvalue())
     found = [None if f is None else _result(cmd, f) for cmd, f in zip(own, frames, strict=False)]
     inside: list[Results] = []

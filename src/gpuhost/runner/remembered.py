@@ -4,13 +4,14 @@ A converged run plans in rounds: the roles are expanded from the node's facts (o
 their facts (one batch), then for the facts that depend on those (one more), a container's among them. The reads
 themselves are the same run after run. So each run records the commands of the facts it read before its first
 change (the node's, and each container's it reached through ``pct exec``), and the next run of the same playbook
-on the same inventory and host reads them all in one command when it connects: the node's, each container's
-nested in it, after systemd finished starting the node when one of them waits for that (as the host facts do).
-A fact whose command was read so is answered from that result; every other fact is read as before. A change
-forgets them with every other fact, and reading a fact earlier within the same unchanged state is what the
-batched read-ahead does already, so a remembered read changes no decision, only when it is made: the results are
-always this run's, only the list of commands is kept. A command the next run no longer asks for costs a little
-time in that one batch, and is not recorded again.
+on the same inventory and host reads them all in one command when it connects, each container's nested in it.
+The reads the last run made alone before its batches (the node's facts the roles are expanded from, which wait
+for systemd to finish starting the node) run and finish first, then the others at once: the order the node saw
+before. A fact whose command was read so is answered from that result; every other fact is read as before. A
+change forgets them with every other fact, and reading a fact earlier within the same unchanged state is what
+the batched read-ahead does already, so a remembered read changes no decision, only when it is made: the results
+are always this run's, only the list of commands is kept. A command the next run no longer asks for costs a
+little time in that one batch, and is not recorded again.
 
 The record lives in ``$XDG_CACHE_HOME/gpuhost/readahead/`` (default ``~/.cache``), one file per playbook,
 inventory and host, written atomically and readable by its owner only; a command that shows a secret is not
@@ -23,15 +24,14 @@ import hashlib
 import json
 import os
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from gpuhost.facts.systemd import AFTER_BOOT
 
 if TYPE_CHECKING:
     from gpuhost.runner.context import RunnerHost
 
-SCHEMA = "gpuhost.readahead/1"
+SCHEMA = "gpuhost.readahead/2"
 #: a record listing more commands than this is not used (a record is a few dozen)
 MAX_COMMANDS = 500
 
@@ -47,17 +47,27 @@ def record_path(directory: Path, playbook: Path, inventory: Path, host: str) -> 
     return directory / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
 
 
-def load(path: Path) -> tuple[list[str], dict[int, list[str]]]:
-    """The node's commands and each container's; nothing when there is no usable record."""
+@dataclass(frozen=True)
+class Record:
+    """The node's commands (``first``: those read alone before the batches, in order) and each container's."""
+
+    node: list[str] = field(default_factory=list)
+    first: list[str] = field(default_factory=list)
+    lxc: dict[int, list[str]] = field(default_factory=dict)
+
+
+def load(path: Path) -> Record:
+    """The record at ``path``; an empty one when there is no usable record."""
     try:
         doc = json.loads(path.read_text())
         node = [str(c) for c in doc["node"]]
+        first = [str(c) for c in doc["first"] if c in node]
         lxc = {int(k): [str(c) for c in v] for k, v in doc["lxc"].items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return [], {}
+        return Record()
     if doc.get("schema") != SCHEMA or len(node) + sum(map(len, lxc.values())) > MAX_COMMANDS:
-        return [], {}
-    return node, lxc
+        return Record()
+    return Record(node, first, lxc)
 
 
 def save(path: Path, ctx: RunnerHost) -> None:
@@ -67,8 +77,9 @@ def save(path: Path, ctx: RunnerHost) -> None:
     def keep(commands: list[str]) -> list[str]:
         return [c for c in commands if redact(c) == c]
 
-    lxc = {str(ctid): keep(guest.asked()) for ctid, guest in sorted(ctx.lxc_guests().items())}
-    doc: dict[str, Any] = {"schema": SCHEMA, "node": keep(ctx.asked()), "lxc": {k: v for k, v in lxc.items() if v}}
+    lxc = {str(ctid): keep(guest.asked()[0]) for ctid, guest in sorted(ctx.lxc_guests().items())}
+    node, first = (keep(c) for c in ctx.asked())
+    doc: dict[str, Any] = {"schema": SCHEMA, "node": node, "first": first, "lxc": {k: v for k, v in lxc.items() if v}}
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".readahead-", suffix=".tmp")
     try:
@@ -80,20 +91,20 @@ def save(path: Path, ctx: RunnerHost) -> None:
         raise
 
 
-def read(ctx: RunnerHost, node: list[str], lxc: dict[int, list[str]]) -> None:
-    """Read the remembered commands in one command on ``ctx`` (a node): its own, and each container's nested
-    through ``pct exec`` (a container that is not running answers none). The results answer the facts asked."""
+def read(ctx: RunnerHost, record: Record) -> None:
+    """Read the remembered commands in one command on ``ctx`` (a node): its own (those read alone last time
+    first, finished before the others start), and each container's nested through ``pct exec`` (a container
+    that is not running answers none). The results answer the facts asked."""
     from gpuhost.core.guest import Guest
     from gpuhost.runner.prefetch import fetch_nested
 
-    nested = [(ctid, cmds) for ctid, cmds in sorted(lxc.items()) if cmds]
-    if not node and not nested:
+    nested = [(ctid, cmds) for ctid, cmds in sorted(record.lxc.items()) if cmds]
+    if not record.node and not nested:
         return
-    # a read that waits for the node's boot to finish (the host facts) waits before the others start, as when it
-    # was read alone before them; a playbook without one starts at once
-    wait = AFTER_BOOT if any(AFTER_BOOT in c for c in node) else ""
-    found, inside = fetch_nested(ctx, node, nested, first=wait)
-    ctx.remember({c: r for c, r in zip(node, found, strict=True) if r is not None})
+    first = list(dict.fromkeys(record.first))
+    own = first + [c for c in record.node if c not in first]
+    found, inside = fetch_nested(ctx, own, nested, first=len(first))
+    ctx.remember({c: r for c, r in zip(own, found, strict=True) if r is not None}, first)
     for (ctid, cmds), results in zip(nested, inside, strict=True):
         guest = ctx.guest(Guest.ct(ctid))
         guest.remember({c: r for c, r in zip(cmds, results, strict=True) if r is not None})

@@ -407,7 +407,7 @@ def execute(
         try:
             try:
                 if first and opts.remember is not None:
-                    remembered.read(ctx, *remembered.load(record(name)))
+                    remembered.read(ctx, remembered.load(record(name)))
                 tasks, handlers = _expand(hp, ctx)
             except GpuhostError as exc:
                 summary.unreachable = summary.unreachable or isinstance(exc, ConnectionFailed)

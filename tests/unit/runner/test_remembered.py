@@ -91,26 +91,33 @@ def test_without_a_record_directory_nothing_is_written(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.conf", "inventory.yml", "play.yml"]
 
 
-def test_a_remembered_read_that_waits_for_the_boot_holds_the_others_back_until_it_finished(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_what_the_last_run_read_alone_first_finishes_before_the_other_remembered_reads_start(tmp_path: Path) -> None:
+    """The node's facts a role is expanded from were read alone, before any batch (they wait for the boot to
+    finish): remembered, they still finish before the others start, in the same one command."""
     from gpuhost.core.facts import Fact
-    from gpuhost.facts.systemd import AFTER_BOOT
+    from gpuhost.core.result import CommandResult
     from tests.support.local import local_host
 
-    ctx = local_host()
-    sent: list[str] = []
-    real = ctx.conn.run
-    monkeypatch.setattr(ctx.conn, "run", lambda command, **kw: (sent.append(command), real(command, **kw))[1])
-    echo = Fact("echo", lambda word: f"echo {word}", lambda result, word: result.stdout.strip())
-    remembered.read(ctx, [f"{AFTER_BOOT}\necho booted", "echo b"], {})
-    assert len(sent) == 1 and sent[0].startswith(f"{AFTER_BOOT}\n")  # the wait first, then the batch
-    assert ctx.fact(echo, "b") == "b" and len(sent) == 1  # answered by the remembered read
-    assert ctx.fact(echo, "c") == "c" and len(sent) == 2  # not remembered: read as ever
+    mark = tmp_path / "booted"
+    slow_first = f"sleep 0.3; touch {mark}; echo first"
+    sees_mark = f"test -e {mark} && echo seen || echo not-yet"
+    ran = Fact("run", lambda cmd: cmd, lambda result, cmd: result.stdout.strip())
 
-    other = local_host()
-    sent.clear()
-    real_other = other.conn.run
-    monkeypatch.setattr(other.conn, "run", lambda command, **kw: (sent.append(command), real_other(command, **kw))[1])
-    remembered.read(other, ["echo b"], {})
-    assert len(sent) == 1 and AFTER_BOOT not in sent[0]  # nothing waits for the boot: the batch starts at once
+    # what a run records: the direct read before any batch is "first", the batched one is not
+    last = local_host()
+    assert last.fact(ran, "echo alone") == "alone"
+    last.store_result((ran, "echo batched"), CommandResult("echo batched", 0, "batched\n", ""))
+    assert last.fact(ran, "echo batched") == "batched"
+    assert last.asked() == (["echo alone", "echo batched"], ["echo alone"])
+
+    ctx = local_host()
+    remembered.read(ctx, remembered.Record(node=[sees_mark, slow_first], first=[slow_first]))
+    assert ctx.total_round_trips() == 1
+    assert ctx.fact(ran, slow_first) == "first" and ctx.fact(ran, sees_mark) == "seen"
+    assert ctx.total_round_trips() == 1  # both answered by the one remembered read
+    assert ctx.fact(ran, "echo other") == "other" and ctx.total_round_trips() == 2  # not remembered: read as ever
+
+    mark.unlink()
+    together = local_host()  # nothing was read alone: all at once
+    remembered.read(together, remembered.Record(node=[sees_mark, slow_first]))
+    assert together.fact(ran, sees_mark) == "not-yet"

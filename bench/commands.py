@@ -25,6 +25,10 @@ over one connection, one remote command each (IOMMU on, the host driver, the con
 container's driver equal to the host's; or the container running, its unit active, ``/health`` 200 from inside
 it). Each command's figure over its lab's floor is paired per round (the median of the round's ratios).
 
+The peers (once a round, one lab node): ansible-core and pyinfra making the checks they can without a role of their
+own (``bench/peers/``): the container's config passing the GPUs, its driver equal to the host's, IOMMU on; or the
+container running, its unit active, ``/health`` 200 from inside it. Each command's figure is paired with theirs.
+
 The replay floor of each command (once a round): the remote commands one converged run of it sent (captured once,
 from the last tree, before the rounds), replayed as sent over one paramiko connection, nothing judged: the same
 remote work with the least client. A command's time over its replay floor is what gpuhost's own client costs.
@@ -53,6 +57,9 @@ from gpuhost.lab.spec import NodeSpec  # noqa: E402
 from tests.lab_fixtures import lab_address, start_lab  # noqa: E402
 
 COMMANDS = ("provision", "verify-lxc", "launch", "verify-serve")
+PEERS = ROOT / "bench" / "peers"
+#: the jobs run once a round, timed alone (no tree): floors and peers
+REFERENCES = ("floor", "replay", "ansible", "pyinfra")
 #: a remote command's line in a run log: "STAMP [HOST] 0.012s rc=0 $ COMMAND" (gpuhost.cli.verbose.format_record)
 _COMMAND_LINE = re.compile(r"^\S+ \[(?P<host>[^\]]+)\] (?P<took>\S+) rc=\S+ \$ (?P<cmd>.*)$")
 
@@ -156,6 +163,57 @@ def floor_job(name: str, handle: Any, node: str, *check: str) -> Job:
     return once
 
 
+def peer_jobs(lab: str, handle: Any, node: str, work: Path, *extra: tuple[str, str]) -> list[Job]:
+    """ansible-playbook and pyinfra running ``bench/peers/*/{lab}`` against ``node`` (host keys checked, as the
+    converge benchmark sets them up); ``extra``: the workload's variables (``-e`` for ansible, the environment
+    as ``BENCH_NAME`` for pyinfra)."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from converge import pyinfra_exe
+    from startup import ansible_playbook
+
+    work.mkdir(parents=True, exist_ok=True)
+    address, key, known = handle.node(node).address, handle.client_key, handle.known_hosts
+    (work / "inventory.ini").write_text(f"[pve]\n{node} ansible_host={address} ansible_user=root\n")
+    (work / "cp").mkdir(exist_ok=True)
+    (work / "ansible.cfg").write_text(
+        "[defaults]\ngathering = explicit\nhost_key_checking = True\nretry_files_enabled = False\n"
+        f"interpreter_python = /usr/bin/python3\nprivate_key_file = {key}\n"
+        f"[ssh_connection]\npipelining = True\ncontrol_path_dir = {work / 'cp'}\n"
+        f"ssh_args = -o ControlMaster=auto -o ControlPersist=60s -o UserKnownHostsFile={known} "
+        "-o StrictHostKeyChecking=yes\n"
+    )
+    settings = {"ssh_user": "root", "ssh_key": str(key), "ssh_known_hosts_file": str(known)}
+    settings["ssh_strict_host_key_checking"] = "yes"
+    (work / "inventory.py").write_text(f"pve = {[(address, settings)]!r}\n")
+    ansible, why = ansible_playbook()
+    if ansible is None:
+        raise SystemExit(why)
+    variables = [a for k, v in extra for a in ("-e", f"{k}={v}")]
+    runs = {
+        "ansible": ([str(ansible), "-i", "inventory.ini", str(PEERS / "ansible" / f"{lab}.yml"), *variables], {}),
+        "pyinfra": (
+            [str(pyinfra_exe()), "-y", "inventory.py", str(PEERS / "pyinfra" / f"{lab}.py")],
+            {f"BENCH_{k.upper()}": v for k, v in extra},
+        ),
+    }
+
+    def job(tool: str) -> Job:
+        argv, env = runs[tool]
+
+        def once(_src: Path, _tree: str, _rnd: int) -> dict[str, Any]:
+            full = {**os.environ, "ANSIBLE_CONFIG": str(work / "ansible.cfg"), **env}
+            start = time.perf_counter()
+            r = subprocess.run(argv, cwd=work, env=full, capture_output=True, text=True, timeout=300, check=False)
+            wall = time.perf_counter() - start
+            if r.returncode != 0:
+                raise SystemExit(f"{tool} {lab} exited {r.returncode}:\n{(r.stdout + r.stderr)[-3000:]}")
+            return {"command": f"{tool} {lab}", "tree": "floor", "wall_s": round(wall, 3), "round_trips": 0}
+
+        return once
+
+    return [job("ansible"), job("pyinfra")]
+
+
 def provision_lab(state: Path, srcs: list[Path]) -> tuple[Any, Path]:
     spec = NodeSpec("pve1", lab_address(18, 1), boot="systemd-boot", cpu="amd", pve=8, gpus=8)
     handle = start_lab(state, [spec])
@@ -214,6 +272,7 @@ def main(argv: list[str] | None = None) -> int:
                     sent = capture(srcs[-1], inv, argv, Path(tmp) / f"{name.replace(' ', '-')}.json")
                     floors.append(floor_job(f"replay {name}", handle, "pve1", "replay", str(sent)))
                 floors.append(floor_job("floor lxc", handle, "pve1", "lxc", "200"))
+                floors += peer_jobs("lxc", handle, "pve1", Path(tmp) / "peers-lxc", ("ctid", "200"))
             if {"launch", "verify-serve"} & set(wanted):
                 print("serve lab: building (first launch sglang) ...", file=log)
                 sinv, gen, shandle = serve_lab(Path(tmp) / "slab", srcs)
@@ -229,6 +288,9 @@ def main(argv: list[str] | None = None) -> int:
                     floors.append(floor_job(f"replay {name}", shandle, "sgl", "replay", str(sent)))
                 url = f"http://{shandle.node('sgl').address}:30000/health"
                 floors.append(floor_job("floor serve", shandle, "sgl", "serve", "230", url))
+                floors += peer_jobs(
+                    "serve", shandle, "sgl", Path(tmp) / "peers-serve", ("ctid", "230"), ("health", url)
+                )
             for rnd in range(args.rounds + 1):
                 for job in jobs:
                     turn = list(zip(srcs, trees, strict=True))
@@ -243,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
                 undo()
     summary: dict[str, dict[str, dict[str, float]]] = {}
     for name in dict.fromkeys(r["command"] for r in runs):
-        for tree in trees if not name.startswith(("floor", "replay")) else ["floor"]:
+        for tree in trees if not name.startswith(REFERENCES) else ["floor"]:
             mine = [r for r in runs if r["command"] == name and r["tree"] == tree and r["round"] > 0]
             summary.setdefault(name, {})[tree] = {
                 "wall_s": round(statistics.median(r["wall_s"] for r in mine), 3),
@@ -253,19 +315,27 @@ def main(argv: list[str] | None = None) -> int:
             }
     over_floor: dict[str, float] = {}  # paired: the median over rounds of the last tree's time over its lab's floor
     over_replay: dict[str, float] = {}  # and over its replay floor
+    peers_over: dict[str, dict[str, float]] = {}  # paired: each peer's time over the last tree's
     walls = {(r["command"], r["tree"], r["round"]): r["wall_s"] for r in runs if r["round"] > 0}
     for name in summary:
-        if name.startswith(("floor", "replay")):
+        if name.startswith(REFERENCES):
             continue
-        floor = "floor lxc" if name in ("provision lxc", "verify lxc") else "floor serve"
-        for ref, into in ((floor, over_floor), (f"replay {name}", over_replay)):
+        lab = "lxc" if name in ("provision lxc", "verify lxc") else "serve"
+        for ref, into in ((f"floor {lab}", over_floor), (f"replay {name}", over_replay)):
             if ref in summary:
                 pairs = [walls[(name, trees[-1], k)] / walls[(ref, "floor", k)] for k in range(1, args.rounds + 1)]
                 into[name] = round(statistics.median(pairs), 3)
+        for peer in ("ansible", "pyinfra"):  # the peer's time over this command's: how much faster gpuhost is
+            if f"{peer} {lab}" in summary:
+                pairs = [
+                    walls[(f"{peer} {lab}", "floor", k)] / walls[(name, trees[-1], k)]
+                    for k in range(1, args.rounds + 1)
+                ]
+                peers_over.setdefault(name, {})[peer] = round(statistics.median(pairs), 3)
     ratios: dict[str, float] = {}
     if len(trees) > 1:  # paired: the median over rounds of the last tree's time over the first's
         for name in summary:
-            if name.startswith(("floor", "replay")):
+            if name.startswith(REFERENCES):
                 continue
             by = {(r["tree"], r["round"]): r["wall_s"] for r in runs if r["command"] == name and r["round"] > 0}
             pairs = [by[(trees[-1], k)] / by[(trees[0], k)] for k in range(1, args.rounds + 1)]
@@ -280,6 +350,7 @@ def main(argv: list[str] | None = None) -> int:
         "ratios_last_over_first": ratios,
         "ratios_over_floor": over_floor,
         "ratios_over_replay": over_replay,
+        "peers_over_last": peers_over,
         "runs": runs,
     }
     if args.json:
@@ -299,6 +370,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{'':<16}{'last / floor':<22}{over_floor[name]:>8.2f}x")
         if name in over_replay:
             print(f"{'':<16}{'last / replay':<22}{over_replay[name]:>8.2f}x")
+        for peer, ratio in peers_over.get(name, {}).items():
+            print(f"{'':<16}{peer + ' / last':<22}{ratio:>8.2f}x")
     return 0
 
 

@@ -57,8 +57,14 @@ class Record:
 
 
 def load(path: Path) -> Record:
-    """The record at ``path``; an empty one when there is no usable record."""
+    """The record at ``path``; an empty one when there is no usable record. Its commands run on the node as the
+    inventory's user, so a record another user owns or could write (the file or its folder) is not used, as
+    OpenSSH refuses such a config file."""
     try:
+        for part in (path.parent, path):
+            st = part.stat()
+            if st.st_uid != os.getuid() or st.st_mode & 0o022:
+                return Record()
         doc = json.loads(path.read_text())
         node = [str(c) for c in doc["node"]]
         first = [str(c) for c in doc["first"] if c in node]

@@ -121,3 +121,20 @@ def test_what_the_last_run_read_alone_first_finishes_before_the_other_remembered
     together = local_host()  # nothing was read alone: all at once
     remembered.read(together, remembered.Record(node=[sees_mark, slow_first]))
     assert together.fact(ran, sees_mark) == "not-yet"
+
+
+def test_a_record_others_could_write_is_not_read(tmp_path: Path) -> None:
+    """Its commands run as the node's user: a record (or its folder) writable by others, or owned by another user,
+    is treated as no record, as OpenSSH treats such a config file."""
+    cache = tmp_path / "cache"
+    (tmp_path / "a.conf").write_text("wanted\n")
+    _run(tmp_path, [("a.conf", "wanted")], remember=cache)
+    record = _record(tmp_path, cache)
+    assert remembered.load(record).node  # as written: owner only
+    record.chmod(0o622)
+    assert remembered.load(record) == remembered.Record()
+    record.chmod(0o600)
+    record.parent.chmod(0o777)
+    assert remembered.load(record) == remembered.Record()
+    record.parent.chmod(0o700)
+    assert remembered.load(record).node

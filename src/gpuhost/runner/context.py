@@ -50,7 +50,8 @@ class RunnerHost:
         #: the commands of the facts read before the first change (what the next run reads at its start)
         self._asked: dict[str, None] = {}
         self._asking = True
-        #: those of them read alone before any batch (the facts the roles are expanded from): read first
+        #: those of them read alone before the batched reads began (the facts the roles are expanded from): the
+        #: next run reads them first
         self._first: dict[str, None] = {}
         self._remembered_first: set[str] = set()
         self._batched = False
@@ -140,9 +141,13 @@ class RunnerHost:
     def store_result(self, key: tuple[Any, ...], result: CommandResult) -> None:
         """A fact's command result read ahead (batched); parsed when the fact is asked for."""
         self._raw[key] = result
-        self._batched = True
         if self._asking:
             self._asked[result.command] = None
+
+    def begin_batches(self) -> None:
+        """The batched reads of the tasks' facts begin: a fact read alone from now on was not one the roles were
+        expanded from (:meth:`asked`)."""
+        self._batched = True
 
     def remember(self, results: Mapping[str, CommandResult], first: Iterable[str] = ()) -> None:
         """Results of the commands the last run read (:mod:`gpuhost.runner.remembered`), read again just now: a

@@ -226,6 +226,7 @@ def _plan_ahead(op: Operation[Any], rec: Recorder, wanted: dict[int, tuple[Runne
 def prefetch(host: RunnerHost, tasks: list[Task], also: list[tuple[Any, ...]] | None = None) -> int:
     """Batch-read the facts ``tasks`` will ask for (and the ``also`` keys the runner itself reads); returns
     the rounds used."""
+    host.begin_batches()
     planned = [t for t in tasks if not t.is_flush]
     extra = [k for k in also or [] if not host.has_fact(k)]
     for rounds in range(1, MAX_ROUNDS + 1):

@@ -106,9 +106,11 @@ def test_what_the_last_run_read_alone_first_finishes_before_the_other_remembered
     # what a run records: the direct read before any batch is "first", the batched one is not
     last = local_host()
     assert last.fact(ran, "echo alone") == "alone"
+    last.begin_batches()
     last.store_result((ran, "echo batched"), CommandResult("echo batched", 0, "batched\n", ""))
     assert last.fact(ran, "echo batched") == "batched"
-    assert last.asked() == (["echo alone", "echo batched"], ["echo alone"])
+    assert last.fact(ran, "echo later") == "later"  # read alone, but after the batches began
+    assert last.asked() == (["echo alone", "echo batched", "echo later"], ["echo alone"])
 
     ctx = local_host()
     remembered.read(ctx, remembered.Record(node=[sees_mark, slow_first], first=[slow_first]))

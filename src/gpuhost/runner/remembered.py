@@ -85,6 +85,8 @@ def save(path: Path, ctx: RunnerHost) -> None:
 
     lxc = {str(ctid): keep(guest.asked()[0]) for ctid, guest in sorted(ctx.lxc_guests().items())}
     node, first = (keep(c) for c in ctx.asked())
+    if not node and not any(lxc.values()):
+        return  # a run that read nothing (its tasks all filtered out) leaves the last record as it was
     doc: dict[str, Any] = {"schema": SCHEMA, "node": node, "first": first, "lxc": {k: v for k, v in lxc.items() if v}}
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".readahead-", suffix=".tmp")

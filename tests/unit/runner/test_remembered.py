@@ -19,14 +19,16 @@ from gpuhost.runner.run import RunOptions, run_playbook
 from tests.support.local import local_inventory
 
 
-def _run(tmp_path: Path, lines: list[str], *, remember: Path | None, bad: bool = False) -> RunReport:
+def _run(
+    tmp_path: Path, lines: list[str], *, remember: Path | None, bad: bool = False, tags: frozenset[str] = frozenset()
+) -> RunReport:
     tasks = "".join(f"    - line: {{path: {tmp_path}/{name}, line: {text}}}\n" for name, text in lines)
     if bad:
         tasks += "    - command: {cmd: 'false'}\n"
     book = tmp_path / "play.yml"
     book.write_text(f"- name: files\n  hosts: all\n  tasks:\n{tasks}")
     inventory = load_inventory(local_inventory(tmp_path, ["h1"]))
-    return run_playbook(load_playbook(book), inventory, RunOptions(forks=1, remember=remember))
+    return run_playbook(load_playbook(book), inventory, RunOptions(forks=1, remember=remember, tags=tags))
 
 
 def _record(tmp_path: Path, cache: Path) -> Path:
@@ -63,6 +65,8 @@ def test_a_failed_run_keeps_the_last_record_and_an_unreadable_record_means_an_or
     before = record.read_text()
     failed = _run(tmp_path, [("a.conf", "wanted")], remember=cache, bad=True)
     assert failed.exit_code == 1 and record.read_text() == before
+    nothing = _run(tmp_path, [("a.conf", "wanted")], remember=cache, tags=frozenset({"no-such-tag"}))
+    assert nothing.results == [] and record.read_text() == before  # it read nothing: the record stays
     record.write_text("{not json")
     again = _run(tmp_path, [("a.conf", "wanted")], remember=cache)
     assert [r.status for r in again.results] == ["ok"] and again.hosts["h1"].round_trips == 1

@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "src")]
+sys.path[:0] = [str(ROOT), str(ROOT / "src"), str(ROOT / "bench")]
 
 from gpuhost.lab import manager  # noqa: E402
 from gpuhost.lab.spec import NodeSpec  # noqa: E402
@@ -167,7 +167,6 @@ def peer_jobs(lab: str, handle: Any, node: str, work: Path, *extra: tuple[str, s
     """ansible-playbook and pyinfra running ``bench/peers/*/{lab}`` against ``node`` (host keys checked, as the
     converge benchmark sets them up); ``extra``: the workload's variables (``-e`` for ansible, the environment
     as ``BENCH_NAME`` for pyinfra)."""
-    sys.path.insert(0, str(ROOT / "bench"))
     from converge import pyinfra_exe
     from startup import ansible_playbook
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from gpuhost.acceptance.report import Kind, SuiteReport, SuiteRequest
@@ -29,7 +28,3 @@ def run_suite(
     from gpuhost.acceptance.plain import run_plain
 
     return run_plain(request)
-
-
-def dumps(report: SuiteReport) -> str:
-    return json.dumps(report.to_json(), indent=2)

@@ -20,54 +20,24 @@ import socket
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Literal
+from typing import BinaryIO
 
 from gpuhost.connection import remote_kill
-from gpuhost.connection.base import DEFAULT_TIMEOUT, Connection, Held, Stdin, iter_chunks, to_shell
+from gpuhost.connection.base import Connection, Held, Stdin, iter_chunks, to_shell
 from gpuhost.connection.paramiko_import import paramiko
+from gpuhost.connection.settings import SSHSettings
+
+__all__ = ["SSHConnection", "SSHSettings"]
 from gpuhost.connection.watchdog import Watchdog
 from gpuhost.core.result import TIMEOUT_EXIT, CommandResult
 from gpuhost.errors import ConnectionFailed, HostKeyMismatch
-
-HostKeyPolicy = Literal["strict", "accept-new"]
 
 # paramiko's transport thread logs a closed socket ("Socket exception: Bad file descriptor") after a
 # refused connection; gpuhost reports the failure itself, so its records must not reach stderr.
 logging.getLogger("paramiko").addHandler(logging.NullHandler())
 
 _CHUNK = 65536
-
-
-@dataclass(frozen=True)
-class SSHSettings:
-    address: str
-    user: str = "root"
-    port: int = 22
-    key_file: str | None = None
-    password: str | None = None
-    known_hosts_file: str = "~/.ssh/known_hosts"
-    host_key_policy: HostKeyPolicy = "strict"
-    connect_timeout: float = 10.0
-    #: Seconds of silence before the peer is asked whether it is still there.
-    keepalive: float = 15.0
-    #: Unanswered keepalives (``keepalive`` s apart) after which the connection is declared lost.
-    keepalive_count: int = 3
-    #: Timeout of a command run without ``timeout=``.
-    command_timeout: float | None = DEFAULT_TIMEOUT
-    #: Further keys tried in order (IdentityFile lines of ~/.ssh/config)
-    key_files: tuple[str, ...] = ()
-    #: Keys of a running ssh-agent are offered
-    allow_agent: bool = False
-    #: ~/.ssh/id_* are tried when no key is given (OpenSSH's default keys)
-    look_for_keys: bool = False
-    #: A shell command whose stdin/stdout is the connection (OpenSSH's ProxyCommand)
-    proxy_command: str | None = None
-    #: A bastion the connection is tunnelled through (OpenSSH's ProxyJump)
-    jump: SSHSettings | None = None
-    #: Every command runs as root through ``sudo -n`` (the user needs passwordless sudo)
-    become: bool = False
 
 
 class _AcceptNewPolicy(paramiko.MissingHostKeyPolicy):
@@ -241,6 +211,11 @@ class SSHConnection(Connection):
             raise ConnectionFailed(self.name, f"{s.address}:{s.port}: {exc.strerror or exc}") from None
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         return sock
+
+    def is_open(self) -> bool:
+        """The session is still up (as far as this end knows: a vanished peer shows on the next command)."""
+        transport = self._conn.get_transport() if self._conn else None
+        return bool(transport and transport.is_active())
 
     def _transport(self) -> paramiko.Transport:
         transport = self._conn.get_transport() if self._conn else None

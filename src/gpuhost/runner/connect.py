@@ -12,7 +12,7 @@ from gpuhost.inventory.models import NodeSpec, VMSpec
 from gpuhost.secrets import read_secret
 
 if TYPE_CHECKING:
-    from gpuhost.connection.ssh import SSHSettings
+    from gpuhost.connection.settings import SSHSettings
     from gpuhost.inventory.loader import Inventory
     from gpuhost.pve.api import PveApi, TokenRoute
 
@@ -41,10 +41,55 @@ def open_connection(node: NodeSpec) -> Connection:
     return SSHConnection(node.name, ssh_settings(node))
 
 
+def kept_reader(node: NodeSpec) -> Callable[[str], tuple[int, bytes, str] | None] | None:
+    """How a read-only command is sent to ``node``'s kept connection (``ssh.persist``,
+    :mod:`gpuhost.connection.persist`): its exit status, output and error output, or None when the keeper holds
+    no connection to the node (the run then reads over its own). None when the node keeps none."""
+    if node.connection != "ssh" or not node.ssh.persist:
+        return None
+
+    def via(command: str) -> tuple[int, bytes, str] | None:
+        import logging
+        import time
+
+        from gpuhost.connection import persist
+        from gpuhost.connection.base import remote_log
+
+        start = time.monotonic()
+        answer = persist.read(node, command, node.ssh.command_timeout)
+        if answer is None:
+            return None
+        if remote_log.isEnabledFor(logging.DEBUG):
+            extra = {"host": node.name, "command": command, "exit_code": answer[0]}
+            remote_log.debug("%s", command, extra={**extra, "duration": time.monotonic() - start})
+        return answer
+
+    return via
+
+
+def keep_connections(nodes: list[NodeSpec]) -> None:
+    """Ask this user's keeper to hold a connection to each of ``nodes`` that sets ``ssh.persist`` (and is reached
+    over SSH) for the next run: one it holds already is kept ``persist`` seconds from now, the others are sent
+    their settings; a node whose settings cannot be read is left out (its run said why)."""
+    from gpuhost.connection import persist
+    from gpuhost.errors import GpuhostError
+
+    wanted: list[tuple[NodeSpec, SSHSettings]] = []
+    for node in nodes:
+        if node.connection != "ssh" or not node.ssh.persist or persist.touch(node):
+            continue
+        try:
+            wanted.append((node, ssh_settings(node)))
+        except GpuhostError:
+            continue
+    if wanted:
+        persist.keep(wanted)
+
+
 def ssh_settings(node: NodeSpec) -> SSHSettings:
     """The node's SSH settings: what its inventory entry writes, then ``~/.ssh/config`` for its address
     (HostName, User, Port, IdentityFile, ProxyJump, ProxyCommand), then the defaults."""
-    from gpuhost.connection.ssh import SSHSettings
+    from gpuhost.connection.settings import SSHSettings
     from gpuhost.connection.sshconfig import lookup, parse_jump
 
     s = node.ssh

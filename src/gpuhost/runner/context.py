@@ -35,8 +35,14 @@ class RunnerHost:
         connect: Callable[[NodeSpec], Connection],
         name: str | None = None,
         parent: RunnerHost | None = None,
+        kept: Callable[[str], tuple[int, bytes, str] | None] | None = None,
+        lxc_id: int | None = None,
     ) -> None:
         self.node = node
+        #: the node's kept connection (``ssh.persist``): reads go there until this run opens its own
+        self._kept = kept
+        #: a container of ``parent`` reached through ``pct exec`` over the parent's connection
+        self.lxc_id = lxc_id
         self._name = name or node.name
         self._vars: Mapping[str, Any] = variables
         self.templates = templates
@@ -114,7 +120,7 @@ class RunnerHost:
                 alone = raw is not None and command in self._remembered_first
             if raw is None:
                 alone = not self._batched
-            result = raw if raw is not None else self.conn.run(command, check=False)
+            result = raw if raw is not None else self.run_read(command)
             if self._asking:
                 self._asked[command] = None
                 if alone:
@@ -127,11 +133,31 @@ class RunnerHost:
 
     def read(self, fact: Fact[T], *args: Any) -> T:
         """The fact read now, whatever the cache holds (a wait's next look, a live state)."""
-        result = self.conn.run(fact.command(*args), check=False)
+        result = self.run_read(fact.command(*args))
         try:
             return fact.parse(result, *args)
         except FactError as exc:
             raise FactError(f"{self.name}: {exc}") from None
+
+    def kept_read(self, command: str) -> tuple[int, bytes] | None:
+        """A read-only command run over the node's kept connection (:mod:`gpuhost.connection.persist`) while this
+        run has opened none of its own: its exit status and output, or None (no kept connection answered)."""
+        if self._kept is None or self._conn is not None:
+            return None
+        answer = self._kept(command)
+        if answer is None:
+            return None
+        self._closed_trips += 1
+        return answer[0], answer[1]
+
+    def run_read(self, command: str) -> CommandResult:
+        """A fact's command (read-only): over the kept connection when one answers, else this run's own."""
+        if self._kept is not None and self._conn is None:
+            answer = self._kept(command)
+            if answer is not None:
+                self._closed_trips += 1
+                return CommandResult(command, answer[0], answer[1].decode(errors="replace"), answer[2])
+        return self.conn.run(command, check=False)
 
     def has_fact(self, key: tuple[Any, ...]) -> bool:
         if key in self._facts or key in self._raw:
@@ -180,6 +206,7 @@ class RunnerHost:
                     connect=lambda _n: PctConnection(self.conn, guest.id),
                     name=f"{self.name}/ct{guest.id}",
                     parent=self,
+                    lxc_id=guest.id,
                 )
             self._guests[guest] = ctx
         return self._guests[guest]

@@ -130,9 +130,7 @@ def _frames(n: int, stdout: bytes) -> list[tuple[int, bytes, bytes] | None]:
 
 def _fetch(host: RunnerHost, keys: list[tuple[Any, ...]]) -> None:
     commands = [key[0].command(*key[1:]) for key in keys]
-    sink = io.BytesIO()
-    host.conn.run(batch_command(commands), check=False, stdout_sink=sink)
-    for key, res in zip(keys, parse_batch(commands, sink.getvalue()), strict=True):
+    for key, res in zip(keys, parse_batch(commands, _run_batch(host, batch_command(commands))), strict=True):
         if res is not None:
             host.store_result(key, res)
 
@@ -140,12 +138,17 @@ def _fetch(host: RunnerHost, keys: list[tuple[Any, ...]]) -> None:
 def _nested_ctid(host: RunnerHost, target: RunnerHost) -> int | None:
     """The container id when ``target`` is a container of ``host`` reached through ``pct exec`` over host's own
     connection (its batch can then run inside host's batch, one round trip for both); else None."""
-    from gpuhost.connection.pct import PctConnection
+    return target.lxc_id if target.parent is host else None
 
-    if target.parent is not host:
-        return None
-    conn = target.conn  # a PctConnection is made without any I/O
-    return conn.ctid if isinstance(conn, PctConnection) and conn.node is host.conn else None
+
+def _run_batch(host: RunnerHost, command: str) -> bytes:
+    """The output of a batch of reads on ``host``: over its kept connection when one answers, else its own."""
+    kept = host.kept_read(command)
+    if kept is not None:
+        return kept[1]
+    sink = io.BytesIO()
+    host.conn.run(command, check=False, stdout_sink=sink)
+    return sink.getvalue()
 
 
 def _fetch_round(host: RunnerHost, wanted: list[tuple[RunnerHost, list[tuple[Any, ...]]]]) -> None:
@@ -189,9 +192,8 @@ def fetch_nested(
     ``pct exec``) in one command, the ``first`` of ``own`` finished before the others start; their results in
     order (None: not read, as every command of a container that is not running)."""
     commands = own + [f"pct exec {ctid} -- sh -c {shlex.quote(batch_command(cmds))}" for ctid, cmds in nested]
-    sink = io.BytesIO()
-    host.conn.run(batch_command(commands, first), check=False, stdout_sink=sink)
-    frames = _frames(len(commands), sink.getvalue())
+    out = _run_batch(host, batch_command(commands, first))
+    frames = _frames(len(commands), out)
     found = [None if f is None else _result(cmd, f) for cmd, f in zip(own, frames, strict=False)]
     inside: list[Results] = []
     for (_ctid, cmds), frame in zip(nested, frames[len(own) :], strict=True):

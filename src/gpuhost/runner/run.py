@@ -26,7 +26,7 @@ from gpuhost.playbook.models import Playbook
 from gpuhost.playbook.variables import Layer, Origin
 from gpuhost.runner import remembered
 from gpuhost.runner.apply import apply_plan
-from gpuhost.runner.connect import open_connection
+from gpuhost.runner.connect import keep_connections, kept_reader, open_connection
 from gpuhost.runner.context import RunnerHost
 from gpuhost.runner.handler_state import PendingHandlers
 from gpuhost.runner.interrupt import Interrupted, signals_stop_the_run
@@ -395,7 +395,8 @@ def execute(
         ctx = contexts.get(name)
         first = ctx is None
         if ctx is None:
-            ctx = RunnerHost(node, hp.vars, templates, check=opts.check, connect=opts.connect)
+            kept = kept_reader(node) if opts.connect is open_connection else None
+            ctx = RunnerHost(node, hp.vars, templates, check=opts.check, connect=opts.connect, kept=kept)
             contexts[name] = ctx
         else:
             ctx.vars = hp.vars
@@ -462,10 +463,11 @@ def execute(
         for ctx in contexts.values():
             ctx.close()
     if opts.remember is not None and not stopped:
-        for name, ctx in contexts.items():
-            summary = report.hosts[name]
-            if not (summary.failed or summary.unreachable):
-                _remember(record(name), ctx)
+        good = [n for n in contexts if not (report.hosts[n].failed or report.hosts[n].unreachable)]
+        for name in good:
+            _remember(record(name), contexts[name])
+        if opts.connect is open_connection:  # for the next run, each node's connection kept (ssh.persist)
+            keep_connections([inventory.nodes[n] for n in good])
     if stopped:
         _mark_interrupted(report, stopped[0], emit)
     report.duration = time.monotonic() - start

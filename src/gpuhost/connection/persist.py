@@ -1,0 +1,361 @@
+"""Nodes' SSH connections kept open between runs (``ssh.persist: SECONDS``), as OpenSSH's ControlPersist keeps
+a master connection and Ansible turns it on for every run.
+
+A converged run is one remembered read per node (:mod:`gpuhost.runner.remembered`). Made over a fresh
+connection it pays for paramiko's import, the SSH handshake and the node's first session (sshd sets up the
+login once per connection) several times over the read itself. So, for a node whose inventory entry sets
+``ssh.persist``, the run ends by asking this user's *keeper* to hold a connection to it (starting the keeper
+when none runs), and the next run sends its reads of the node (the facts' commands, read-only by contract,
+and their batches) to the keeper, which runs each on that connection and answers with its output, until the
+run opens a connection of its own. Nothing else goes through the keeper: a change, the run lock, a container's
+own reads, and a read the keeper cannot answer (no keeper, no connection for that node yet, a connection that
+died with a reboot) go over the run's own connection.
+
+The keeper is one process per user (``python -m gpuhost.connection.persist``, its id in ``persist.pid``),
+listening on ``$XDG_RUNTIME_DIR/gpuhost/persist.sock`` (else ``/tmp/gpuhost-UID/``): a folder only the user can enter
+(a folder another user owns or can write is not used), a socket only the user can open, and every peer's
+user checked (``SO_PEERCRED``), as OpenSSH's control sockets are kept. It holds each connection until
+``persist`` seconds pass without a read, or the connection ends, and exits when it holds none. A kept
+connection is named by the node's address, its inventory ``ssh`` settings and the ``~/.ssh/config`` they
+are completed from (an edit of either opens a new one); its host key was checked when it was opened,
+against the node's known_hosts (strictly: a key is never recorded by the keeper).
+
+Protocol: one JSON line each way per Unix-socket connection. ``{"op": "keep", "id", "name", "settings",
+"persist"}`` → ``{"kept": true}``; ``{"op": "run", "id", "command", "timeout"}`` → ``{"held": false}`` or
+``{"held": true, "exit", "stdout", "stderr"}`` (stdout in base64).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import socket
+import stat
+import struct
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gpuhost.connection.settings import SSHSettings
+    from gpuhost.connection.ssh import SSHConnection
+    from gpuhost.inventory.models import NodeSpec
+
+SOCKET = "persist.sock"
+#: the keeper's process id, while it runs
+PIDFILE = "persist.pid"
+#: a keeper answers at once or is not there
+CONNECT_WAIT = 0.5
+#: beyond a read's own timeout, how long a run waits for the keeper's answer
+ANSWER_GRACE = 30.0
+
+
+def runtime_dir() -> Path:
+    base = os.environ.get("XDG_RUNTIME_DIR")
+    return Path(base) / "gpuhost" if base else Path(f"/tmp/gpuhost-{os.getuid()}")
+
+
+def private(folder: Path) -> bool:
+    """``folder`` is a real folder of this user's that no other user can enter or write."""
+    try:
+        st = folder.lstat()
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077
+
+
+def identity(node: NodeSpec) -> str:
+    """The name of a kept connection to ``node``: its address and inventory ``ssh`` settings, and the size and
+    time of the ``~/.ssh/config`` they are completed from."""
+    config = node.ssh.config_file
+    try:
+        st = Path(config).expanduser().stat()
+        seen: list[int] | None = [st.st_size, st.st_mtime_ns]
+    except (OSError, ValueError):
+        seen = None
+    doc = [node.address, node.ssh.model_dump(mode="json"), seen]
+    return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:32]
+
+
+# -- a run's side ------------------------------------------------------------------------------
+def _ask(doc: dict[str, Any], wait: float | None) -> dict[str, Any] | None:
+    """The keeper's answer to ``doc``; None when no keeper answers (none runs, or it is not this user's)."""
+    folder = runtime_dir()
+    if not private(folder):
+        return None
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.settimeout(CONNECT_WAIT)
+        sock.connect(str(folder / SOCKET))
+        sock.settimeout(wait)
+        sock.sendall(json.dumps(doc).encode() + b"\n")
+        data = _read_line(sock)
+        answer = json.loads(data) if data else None
+    except (OSError, ValueError):
+        return None
+    finally:
+        sock.close()
+    return answer if isinstance(answer, dict) else None
+
+
+def read(node: NodeSpec, command: str, timeout: float | None) -> tuple[int, bytes, str] | None:
+    """The exit status, output and error output of ``command`` (read-only) run on ``node`` over the connection
+    the keeper holds for it; None when it holds none (the caller runs the command itself)."""
+    doc = {"op": "run", "id": identity(node), "command": command, "timeout": timeout}
+    answer = _ask(doc, None if timeout is None else timeout + ANSWER_GRACE)
+    if answer is None or answer.get("held") is not True:
+        return None
+    try:
+        return int(answer["exit"]), base64.b64decode(answer["stdout"], validate=True), str(answer["stderr"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def touch(node: NodeSpec) -> bool:
+    """Whether the keeper holds a connection to ``node``; if so it is kept ``ssh.persist`` seconds from now."""
+    answer = _ask({"op": "touch", "id": identity(node), "persist": node.ssh.persist}, 5.0)
+    return answer is not None and answer.get("kept") is True
+
+
+def keep(nodes: list[tuple[NodeSpec, SSHSettings]]) -> None:
+    """Ask the keeper to hold a connection to each node for its ``ssh.persist`` seconds after each use,
+    starting the keeper when none answers. Returns at once: the keeper connects on its own."""
+    docs = [
+        {"op": "keep", "id": identity(n), "name": n.name, "settings": asdict(s), "persist": n.ssh.persist}
+        for n, s in nodes
+    ]
+    pending = [d for d in docs if _ask(d, 5.0) is None]
+    if pending:
+        _start(pending)
+
+
+def _start(docs: list[dict[str, Any]]) -> None:
+    folder = runtime_dir()
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError:
+        return
+    if not private(folder):
+        return
+    source = str(Path(__file__).resolve().parents[2])  # where this gpuhost is imported from
+    path = os.environ.get("PYTHONPATH")
+    env = {**os.environ, "PYTHONPATH": source + (os.pathsep + path if path else "")}
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "gpuhost.connection.persist"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd="/",
+            env=env,
+            start_new_session=True,
+        )
+    except OSError:
+        return
+    assert proc.stdin is not None
+    try:
+        proc.stdin.write("".join(json.dumps(d) + "\n" for d in docs).encode())
+        proc.stdin.close()
+    except OSError:
+        pass
+
+
+def _read_line(sock: socket.socket) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        data = sock.recv(65536)
+        if not data:
+            break
+        chunks.append(data)
+        if data.endswith(b"\n"):
+            break
+    return b"".join(chunks)
+
+
+# -- the keeper --------------------------------------------------------------------------------
+def _settings(doc: dict[str, Any]) -> SSHSettings:
+    """The settings a run sent, host keys checked strictly (the run that asked has checked or recorded the key)."""
+    from gpuhost.connection.settings import SSHSettings
+
+    jump = doc.get("jump")
+    fields = {**doc, "key_files": tuple(doc.get("key_files") or ()), "host_key_policy": "strict"}
+    fields["jump"] = _settings(jump) if jump else None
+    return SSHSettings(**fields)
+
+
+class _Kept:
+    """One node's connection, its reads one at a time (a connection serves one thread)."""
+
+    def __init__(self, name: str, settings: SSHSettings, persist: float) -> None:
+        self.name, self.settings, self.persist = name, settings, persist
+        self.conn: SSHConnection | None = None
+        self.failed = False
+        self.used = time.monotonic()
+        self.lock = threading.Lock()
+
+    def open(self) -> None:
+        from gpuhost.connection.ssh import SSHConnection
+        from gpuhost.errors import GpuhostError
+
+        try:
+            self.conn = SSHConnection(f"{self.name} (kept)", self.settings)
+        except GpuhostError:
+            self.failed = True
+
+    def ended(self, now: float) -> bool:
+        if self.failed:
+            return True
+        if self.conn is None or self.lock.locked():
+            return False  # still connecting, or reading
+        return now - self.used > self.persist or not self.conn.is_open()
+
+    def run(self, command: str, timeout: float | None) -> dict[str, Any]:
+        import io
+
+        from gpuhost.errors import GpuhostError
+
+        with self.lock:
+            conn = self.conn
+            if conn is None or not conn.is_open():
+                return {"held": False}
+            sink = io.BytesIO()
+            self.used = time.monotonic()
+            try:
+                result = conn.run(command, check=False, timeout=timeout, stdout_sink=sink)
+            except GpuhostError:
+                self.failed = True
+                return {"held": False}
+            self.used = time.monotonic()
+        out = base64.b64encode(sink.getvalue()).decode()
+        return {"held": True, "exit": result.exit_code, "stdout": out, "stderr": result.stderr}
+
+    def close(self) -> None:
+        with self.lock:
+            if self.conn is not None:
+                self.conn.close()
+
+
+class Keeper:
+    def __init__(self) -> None:
+        self.kept: dict[str, _Kept] = {}
+        self.mu = threading.RLock()
+
+    def answer(self, doc: dict[str, Any]) -> dict[str, Any]:
+        if doc.get("op") == "keep":
+            return self.keep(doc)
+        if doc.get("op") == "touch":
+            return {"kept": self.touch(str(doc.get("id")), float(doc["persist"]))}
+        if doc.get("op") == "run":
+            kept = self.kept.get(str(doc.get("id")))
+            if kept is None:
+                return {"held": False}
+            timeout = doc.get("timeout")
+            return kept.run(str(doc.get("command")), float(timeout) if timeout is not None else None)
+        return {"error": "unknown op"}
+
+    def touch(self, key: str, persist: float) -> bool:
+        with self.mu:
+            kept = self.kept.get(key)
+            if kept is None or kept.ended(time.monotonic()):
+                return False
+            kept.persist, kept.used = persist, time.monotonic()
+            return True
+
+    def keep(self, doc: dict[str, Any]) -> dict[str, Any]:
+        key = str(doc["id"])
+        with self.mu:
+            if self.touch(key, float(doc["persist"])):
+                return {"kept": True}
+            kept = _Kept(str(doc["name"]), _settings(doc["settings"]), float(doc["persist"]))
+            self.kept[key] = kept
+        threading.Thread(target=kept.open, daemon=True).start()
+        return {"kept": True}
+
+    def expire(self) -> bool:
+        """Close what ended; whether any connection is still held (or being opened)."""
+        now = time.monotonic()
+        with self.mu:
+            gone = [k for k, v in self.kept.items() if v.ended(now)]
+            ended = [self.kept.pop(k) for k in gone]
+            held = bool(self.kept)
+        for kept in ended:
+            kept.close()
+        return held
+
+    def serve_one(self, client: socket.socket) -> None:
+        with client:
+            try:
+                creds = client.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+                if struct.unpack("3i", creds)[1] != os.getuid():
+                    return
+                client.settimeout(10.0)
+                doc = json.loads(_read_line(client))
+                client.settimeout(None)
+                answer = self.answer(doc) if isinstance(doc, dict) else {"error": "not a request"}
+                client.sendall(json.dumps(answer).encode() + b"\n")
+            except (OSError, ValueError, KeyError, TypeError):
+                return
+
+
+def serve(docs: list[dict[str, Any]]) -> int:
+    """The keeper: hold what ``docs`` ask for and answer on the socket until nothing is held. A second keeper
+    (two runs started one at once) hands its requests to the first and exits."""
+    import fcntl
+
+    folder = runtime_dir()
+    if not private(folder):
+        return 1
+    lock = open(folder / "persist.lock", "a")  # noqa: SIM115 - held for the keeper's life
+    deadline = time.monotonic() + 3.0
+    while True:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if all(_ask(d, 5.0) is not None for d in docs) or time.monotonic() > deadline:
+                return 0
+            time.sleep(0.1)
+    (folder / PIDFILE).write_text(f"{os.getpid()}\n")
+    path = folder / SOCKET
+    path.unlink(missing_ok=True)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    umask = os.umask(0o177)
+    try:
+        server.bind(str(path))
+    finally:
+        os.umask(umask)
+    server.listen(64)
+    server.settimeout(0.5)
+    keeper = Keeper()
+    for doc in docs:
+        keeper.keep(doc)
+    try:
+        while True:
+            try:
+                client, _ = server.accept()
+            except TimeoutError:
+                client = None
+            if client is not None:
+                threading.Thread(target=keeper.serve_one, args=(client,), daemon=True).start()
+            if not keeper.expire():
+                break
+    finally:
+        path.unlink(missing_ok=True)
+        (folder / PIDFILE).unlink(missing_ok=True)
+        server.close()
+    return 0
+
+
+def main() -> int:
+    docs = [json.loads(line) for line in sys.stdin.read().splitlines() if line.strip()]
+    return serve([d for d in docs if isinstance(d, dict) and d.get("op") == "keep"])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

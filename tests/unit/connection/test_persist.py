@@ -1,0 +1,94 @@
+"""The keeper's rules that need no host: whose folder it trusts, what names a kept connection, what it answers
+for a node it does not hold, and the settings a run hands it (the host key always checked strictly)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import pytest
+
+from gpuhost.connection import persist
+from gpuhost.connection.settings import SSHSettings
+from gpuhost.inventory.models import NodeSpec
+
+
+def node(**ssh: object) -> NodeSpec:
+    return NodeSpec.model_validate({"name": "pve1", "address": "127.0.0.1", "ssh": {"persist": 60, **ssh}})
+
+
+def test_only_a_folder_of_this_users_that_no_one_else_can_enter_is_trusted(tmp_path: Path) -> None:
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o700)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o755)
+    link = tmp_path / "link"
+    link.symlink_to(mine)
+    assert [persist.private(p) for p in (mine, shared, link, tmp_path / "absent")] == [True, False, False, False]
+
+
+def test_a_run_does_not_talk_to_a_keeper_in_a_folder_others_can_enter(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    folder = tmp_path / "gpuhost"
+    folder.mkdir(mode=0o755)
+    folder.chmod(0o755)
+    # a keeper refuses to start there, and a run asks nothing of whatever listens there
+    r = subprocess.run(
+        [sys.executable, "-m", "gpuhost.connection.persist"],
+        input="",
+        text=True,
+        env={**os.environ, "XDG_RUNTIME_DIR": str(tmp_path)},
+        capture_output=True,
+        timeout=30,
+    )
+    assert r.returncode == 1
+    assert not (folder / persist.SOCKET).exists()
+    assert persist.read(node(), "true", 5) is None
+    assert persist.touch(node()) is False
+
+
+def test_a_kept_connection_is_named_by_the_address_the_ssh_settings_and_the_ssh_config(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "config"
+    config.write_text("Host *\n  User root\n")
+    base = node(config_file=str(config))
+    assert persist.identity(base) == persist.identity(node(config_file=str(config)))
+    other_key = node(config_file=str(config), key_file="/root/.ssh/other")
+    other_address = NodeSpec.model_validate(
+        {"name": "pve1", "address": "127.0.0.2", "ssh": {"persist": 60, "config_file": str(config)}}
+    )
+    assert persist.identity(other_key) != persist.identity(base)
+    assert persist.identity(other_address) != persist.identity(base)
+    before = persist.identity(base)
+    config.write_text("Host *\n  User admin\n")  # an edit of ~/.ssh/config: a new connection
+    assert persist.identity(node(config_file=str(config))) != before
+
+
+def test_the_keeper_answers_not_held_for_a_node_it_does_not_hold() -> None:
+    keeper = persist.Keeper()
+    assert keeper.answer({"op": "run", "id": "0" * 32, "command": "true", "timeout": 5}) == {"held": False}
+    assert keeper.answer({"op": "touch", "id": "0" * 32, "persist": 60}) == {"kept": False}
+    assert keeper.answer({"op": "reboot"}) == {"error": "unknown op"}
+
+
+@pytest.mark.parametrize("policy", ["strict", "accept-new"])
+def test_the_settings_a_run_sends_come_back_whole_with_host_keys_checked_strictly(policy: str) -> None:
+    jump = SSHSettings(address="10.0.0.1", user="jump", key_file="/k/jump")
+    sent = SSHSettings(
+        address="10.0.0.2",
+        key_file="/k/node",
+        key_files=("/k/a", "/k/b"),
+        host_key_policy=policy,  # type: ignore[arg-type]
+        jump=jump,
+        become=True,
+        keepalive=5.0,
+    )
+    got = persist._settings(asdict(sent))
+    assert got == SSHSettings(
+        **{**asdict(sent), "key_files": ("/k/a", "/k/b"), "host_key_policy": "strict", "jump": jump}
+    )

@@ -4,6 +4,7 @@
     flock /tmp/gpuhost-integration.lock python3 bench/commands.py --rounds 5 --json
     flock /tmp/gpuhost-integration.lock python3 bench/commands.py --only provision,verify-lxc
     python3 bench/commands.py --src OLD/src --src src   # two trees in turn on the same labs, paired ratios
+    python3 bench/commands.py --kept   # also provision lxc and launch sglang with ssh.persist: 60
 
 Needs root (the lab's namespaces) and the lab lock: it starts lab nodes on the tests' addresses. Two labs:
 
@@ -29,6 +30,10 @@ The peers (once a round, one lab node): ansible-core and pyinfra making the chec
 own (``bench/peers/``): the container's config passing the GPUs, its driver equal to the host's, IOMMU on; or the
 container running, its unit active, ``/health`` 200 from inside it. Each command's figure is paired with theirs.
 
+With ``--kept``, ``provision lxc (kept)`` and ``launch sglang (kept)`` are the same commands on a copy of the lab's
+inventory that sets ``ssh.persist: 60`` (the benchmark's own keeper holds the node's connection between runs, as
+the peers' ansible-core keeps its ``ControlPersist=60s`` master); they are held against the same floors.
+
 The replay floor of each command (once a round): the remote commands one converged run of it sent (captured once,
 from the last tree, before the rounds), replayed as sent over one paramiko connection, nothing judged: the same
 remote work with the least client. A command's time over its replay floor is what gpuhost's own client costs.
@@ -49,6 +54,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "src"), str(ROOT / "bench")]
 
@@ -64,9 +71,11 @@ REFERENCES = ("floor", "replay", "ansible", "pyinfra")
 _COMMAND_LINE = re.compile(r"^\S+ \[(?P<host>[^\]]+)\] (?P<took>\S+) rc=\S+ \$ (?P<cmd>.*)$")
 
 
-def gpuhost(src: Path, inventory: Path, *args: str, report: bool = True) -> tuple[float, dict[str, Any]]:
+def gpuhost(
+    src: Path, inventory: Path, *args: str, report: bool = True, env: dict[str, str] | None = None
+) -> tuple[float, dict[str, Any]]:
     """``gpuhost ARGS -i INVENTORY`` (``--json`` with ``report``, its object returned), which must exit 0."""
-    env = {**os.environ, "PYTHONPATH": str(src), "COLUMNS": "200", "NO_COLOR": "1"}
+    env = {**os.environ, "PYTHONPATH": str(src), "COLUMNS": "200", "NO_COLOR": "1", **(env or {})}
     start = time.perf_counter()
     r = subprocess.run(
         [sys.executable, "-m", "gpuhost", *args, "-i", str(inventory), *(("--json",) if report else ())],
@@ -125,11 +134,12 @@ def remote_commands(log: Path) -> list[str]:
 Job = Callable[[Path, str, int], dict[str, Any]]
 
 
-def measured(name: str, inventory: Path, args: tuple[str, ...], logs: Path) -> Job:
+def measured(name: str, inventory: Path, args: tuple[str, ...], logs: Path, env: dict[str, str] | None = None) -> Job:
     def once(src: Path, tree: str, rnd: int) -> dict[str, Any]:
-        log = logs / f"{name.replace(' ', '-')}-{tree}-{rnd}.log"
+        log = logs / f"{name.replace(' ', '-').replace('(', '').replace(')', '')}-{tree}-{rnd}.log"
         playbook = args[0] in ("provision", "launch")
-        wall, doc = gpuhost(src, inventory, *args, *(("--log", str(log)) if playbook and rnd == 0 else ()))
+        logged = ("--log", str(log)) if playbook and rnd == 0 else ()
+        wall, doc = gpuhost(src, inventory, *args, *logged, env=env)
         if "hosts" in doc:  # a playbook run
             changed = sum(int(h["changed"]) for h in doc["hosts"].values())
             if changed:
@@ -213,6 +223,26 @@ def peer_jobs(lab: str, handle: Any, node: str, work: Path, *extra: tuple[str, s
     return [job("ansible"), job("pyinfra")]
 
 
+def kept_inventory(inventory: Path) -> Path:
+    """The same inventory with ``ssh.persist: 60`` on every node, beside it (its relative key paths still hold)."""
+    doc = yaml.safe_load(inventory.read_text())
+    for node in doc["nodes"].values():
+        node.setdefault("ssh", {})["persist"] = 60
+    out = inventory.with_name(f"{inventory.stem}-kept.yml")
+    out.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return out
+
+
+def stop_keeper(run_dir: Path) -> None:
+    """The keeper the kept runs started (it would leave on its own 60 s after the lab went away)."""
+    import signal
+
+    try:
+        os.kill(int((run_dir / "gpuhost" / "persist.pid").read_text()), signal.SIGTERM)
+    except (OSError, ValueError):
+        pass
+
+
 def provision_lab(state: Path, srcs: list[Path]) -> tuple[Any, Path]:
     spec = NodeSpec("pve1", lab_address(18, 1), boot="systemd-boot", cpu="amd", pve=8, gpus=8)
     handle = start_lab(state, [spec])
@@ -238,6 +268,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default=",".join(COMMANDS), help=f"comma list of {', '.join(COMMANDS)}")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument(
+        "--kept",
+        action="store_true",
+        help="also time provision lxc and launch sglang with ssh.persist: 60 (each NAME (kept))",
+    )
+    ap.add_argument(
         "--src",
         type=Path,
         action="append",
@@ -257,6 +292,8 @@ def main(argv: list[str] | None = None) -> int:
             floors: list[Job] = []  # one per lab, run once a round
             logs = Path(tmp) / "logs"
             logs.mkdir()
+            kept_env = {"XDG_RUNTIME_DIR": str(Path(tmp) / "run")}  # this benchmark's own keeper (--kept)
+            cleanup.append(lambda: stop_keeper(Path(tmp) / "run"))
             if {"provision", "verify-lxc"} & set(wanted):
                 print("provision lab: building (first provision lxc) ...", file=log)
                 handle, inv = provision_lab(Path(tmp) / "plab", srcs)
@@ -270,6 +307,8 @@ def main(argv: list[str] | None = None) -> int:
                     jobs.append(measured(name, inv, argv, logs))
                     sent = capture(srcs[-1], inv, argv, Path(tmp) / f"{name.replace(' ', '-')}.json")
                     floors.append(floor_job(f"replay {name}", handle, "pve1", "replay", str(sent)))
+                    if args.kept and argv[0] == "provision":
+                        jobs.append(measured(f"{name} (kept)", kept_inventory(inv), argv, logs, kept_env))
                 floors.append(floor_job("floor lxc", handle, "pve1", "lxc", "200"))
                 floors += peer_jobs("lxc", handle, "pve1", Path(tmp) / "peers-lxc", ("ctid", "200"))
             if {"launch", "verify-serve"} & set(wanted):
@@ -285,6 +324,8 @@ def main(argv: list[str] | None = None) -> int:
                     jobs.append(measured(name, sinv, argv, logs))
                     sent = capture(srcs[-1], sinv, argv, Path(tmp) / f"{name.replace(' ', '-')}.json")
                     floors.append(floor_job(f"replay {name}", shandle, "sgl", "replay", str(sent)))
+                    if args.kept and argv[0] == "launch":
+                        jobs.append(measured(f"{name} (kept)", kept_inventory(sinv), argv, logs, kept_env))
                 url = f"http://{shandle.node('sgl').address}:30000/health"
                 floors.append(floor_job("floor serve", shandle, "sgl", "serve", "230", url))
                 floors += peer_jobs(
@@ -319,8 +360,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in summary:
         if name.startswith(REFERENCES):
             continue
-        lab = "lxc" if name in ("provision lxc", "verify lxc") else "serve"
-        for ref, into in ((f"floor {lab}", over_floor), (f"replay {name}", over_replay)):
+        lab = "lxc" if name.startswith(("provision lxc", "verify lxc")) else "serve"
+        base = name.removesuffix(" (kept)")
+        for ref, into in ((f"floor {lab}", over_floor), (f"replay {base}", over_replay)):
             if ref in summary:
                 pairs = [walls[(name, trees[-1], k)] / walls[(ref, "floor", k)] for k in range(1, args.rounds + 1)]
                 into[name] = round(statistics.median(pairs), 3)

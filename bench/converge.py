@@ -14,10 +14,13 @@ Workloads live in ``bench/converge/`` (one file per tool and workload, same temp
   templated units enabled, a guarded boot-loader refresh.
 
 Every tool checks host keys against the lab's known_hosts file. ansible-core (pipelining,
-``ControlPersist=60s``, ``gathering = explicit``, forks 16) and pyinfra are installed into their own
+``ControlPersist=600s``, ``gathering = explicit``, forks 16) and pyinfra are installed into their own
 virtual environments under ``~/.cache/gpuhost-bench/`` from the package registry on first use.
-gpuhost is this checkout's ``src``. The floor is ``bench/converge/floor.py``: paramiko, one
-connection per node, W1's three reads; run on 1 and 16 nodes, as installed here (paramiko imports
+gpuhost is this checkout's ``src``, run twice: as installed (``gpuhost``) and with ``ssh.persist: 600`` in its
+inventory (``gpuhost_kept``: the user's keeper holds each node's connection between runs, one keeper for the
+benchmark in its own ``XDG_RUNTIME_DIR``), as ansible-core keeps its masters here (``ControlPersist=600s``);
+600 s because a scenario comes back once a round, two minutes later. The floor is ``bench/converge/floor.py``:
+paramiko, one connection per node, W1's three reads; run on 1 and 16 nodes, as installed here (paramiko imports
 invoke, fabric's dependency) and lean (``--lean``: paramiko alone, as gpuhost imports it).
 
 Each tool's first run converges the nodes (gpuhost runs first; the others must then find nothing to
@@ -57,7 +60,8 @@ from startup import ansible_playbook, cache_dir  # noqa: E402
 LAB_ADDRESS = "127.0.152.1"  # first lab node; nodes are consecutive
 PROXY_BASE = "127.0.153."  # the latency proxy's listening addresses
 ONE_WAY_DELAY = 0.015
-TOOLS = ("gpuhost", "pyinfra", "ansible")
+TOOLS = ("gpuhost", "gpuhost_kept", "pyinfra", "ansible")
+GPUHOSTS = ("gpuhost", "gpuhost_kept")  # gpuhost_kept: the inventory sets ssh.persist: 600
 FLOORS = ("floor", "floor_lean")  # paramiko as installed here (it imports invoke), and paramiko alone
 ALL_SCENARIOS = ("w1_1", "w1_4", "w1_16", "w2_1", "w2_16", "w1_1_rtt30", "w2_1_rtt30")
 
@@ -177,6 +181,8 @@ def write_inventories(sc: Scenario, lab: Path, known_hosts: Path) -> None:
         for name, addr in sc.nodes
     }
     (sc.dir / "gpuhost.yml").write_text(yaml.safe_dump({"vars": {}, "nodes": nodes, "groups": {}}))
+    kept = {name: {**n, "ssh": {**n["ssh"], "persist": 600}} for name, n in nodes.items()}
+    (sc.dir / "gpuhost_kept.yml").write_text(yaml.safe_dump({"vars": {}, "nodes": kept, "groups": {}}))
     ini = ["[pve]"] + [f"{n} ansible_host={a} ansible_user=root" for n, a in sc.nodes]
     (sc.dir / "inventory.ini").write_text("\n".join(ini) + "\n")
     cp = sc.dir / "cp"
@@ -187,7 +193,7 @@ def write_inventories(sc: Scenario, lab: Path, known_hosts: Path) -> None:
         f"interpreter_python = /usr/bin/python3\nprivate_key_file = {key}\n"
         "[ssh_connection]\npipelining = True\n"
         f"control_path_dir = {cp}\n"
-        f"ssh_args = -o ControlMaster=auto -o ControlPersist=60s -o UserKnownHostsFile={known_hosts} "
+        f"ssh_args = -o ControlMaster=auto -o ControlPersist=600s -o UserKnownHostsFile={known_hosts} "
         "-o StrictHostKeyChecking=yes\n"
     )
     hosts = [
@@ -209,10 +215,11 @@ def write_inventories(sc: Scenario, lab: Path, known_hosts: Path) -> None:
 def run_tool(tool: str, sc: Scenario, exes: dict[str, Path], lab: Path, known_hosts: Path) -> Run:
     env = dict(os.environ)
     w = sc.workload
-    if tool == "gpuhost":
+    if tool in GPUHOSTS:
         env["PYTHONPATH"] = str(ROOT / "src")
+        env["XDG_RUNTIME_DIR"] = str(sc.dir.parent / "run")  # this benchmark's keeper (gpuhost_kept)
         cmd = [sys.executable, "-m", "gpuhost", "run", str(WORK / "gpuhost" / f"{w}.yml")]
-        cmd += ["-i", str(sc.dir / "gpuhost.yml"), "--forks", "16", "--json"]
+        cmd += ["-i", str(sc.dir / f"{tool}.yml"), "--forks", "16", "--json"]
         cwd = WORK / "gpuhost"
     elif tool == "ansible":
         env["ANSIBLE_CONFIG"] = str(sc.dir / "ansible.cfg")
@@ -233,7 +240,7 @@ def run_tool(tool: str, sc: Scenario, exes: dict[str, Path], lab: Path, known_ho
     if r.returncode != 0:
         raise SystemExit(f"{tool} {sc.name} exited {r.returncode}:\n{out[-3000:]}")
     trips = None
-    if tool == "gpuhost":
+    if tool in GPUHOSTS:
         doc = json.loads(r.stdout)
         changed = sum(h["changed"] for h in doc["hosts"].values())
         trips = max(h.get("round_trips") or 0 for h in doc["hosts"].values())
@@ -389,22 +396,21 @@ def main(argv: list[str] | None = None) -> int:
             ts = [r.wall_s for r in runs if r.tool == tool and r.scenario == sc.name and r.round > 0]
             if ts:
                 medians.setdefault(sc.name, {})[tool] = round(statistics.median(ts), 3)
-    ratios: dict[str, dict[str, float | None]] = {
-        "ansible_over_gpuhost": {s.name: paired(runs, "ansible", "gpuhost", s.name) for s in built},
-        "pyinfra_over_gpuhost": {s.name: paired(runs, "pyinfra", "gpuhost", s.name) for s in built},
-        "gpuhost_over_floor": {
-            "w1_1": paired(runs, "gpuhost", "floor", "w1_1"),
-            "w1_1_lean": paired(runs, "gpuhost", "floor_lean", "w1_1"),
-        },
-        "gpuhost_16_over_1": {},
-        "floor_16_over_1": {},
-    }
-    for w in ("w1", "w2"):
-        a = {r.round: r.wall_s for r in runs if r.tool == "gpuhost" and r.scenario == f"{w}_16" and r.round > 0}
-        b = {r.round: r.wall_s for r in runs if r.tool == "gpuhost" and r.scenario == f"{w}_1" and r.round > 0}
-        pairs = [a[k] / b[k] for k in a if k in b]
-        if pairs:
-            ratios["gpuhost_16_over_1"][w] = round(statistics.median(pairs), 3)
+    ratios: dict[str, dict[str, float | None]] = {"floor_16_over_1": {}}
+    for g in GPUHOSTS:
+        ratios[f"ansible_over_{g}"] = {s.name: paired(runs, "ansible", g, s.name) for s in built}
+        ratios[f"pyinfra_over_{g}"] = {s.name: paired(runs, "pyinfra", g, s.name) for s in built}
+        ratios[f"{g}_over_floor"] = {
+            "w1_1": paired(runs, g, "floor", "w1_1"),
+            "w1_1_lean": paired(runs, g, "floor_lean", "w1_1"),
+        }
+        ratios[f"{g}_16_over_1"] = {}
+        for w in ("w1", "w2"):
+            a = {r.round: r.wall_s for r in runs if r.tool == g and r.scenario == f"{w}_16" and r.round > 0}
+            b = {r.round: r.wall_s for r in runs if r.tool == g and r.scenario == f"{w}_1" and r.round > 0}
+            pairs = [a[k] / b[k] for k in a if k in b]
+            if pairs:
+                ratios[f"{g}_16_over_1"][w] = round(statistics.median(pairs), 3)
     # what 16 nodes cost a minimal client on this machine: the same lab, the floor script
     fa = {r.round: r.wall_s for r in runs if r.tool == "floor" and r.scenario == "w1_16" and r.round > 0}
     fb = {r.round: r.wall_s for r in runs if r.tool == "floor" and r.scenario == "w1_1" and r.round > 0}
@@ -412,8 +418,7 @@ def main(argv: list[str] | None = None) -> int:
     if fpairs:
         ratios["floor_16_over_1"]["w1"] = round(statistics.median(fpairs), 3)
     trips = {
-        sc.name: max((r.round_trips or 0) for r in runs if r.tool == "gpuhost" and r.scenario == sc.name)
-        for sc in built
+        sc.name: max((r.round_trips or 0) for r in runs if r.tool in GPUHOSTS and r.scenario == sc.name) for sc in built
     }
     doc = {
         "schema": "gpuhost.bench.converge/1",
@@ -434,19 +439,19 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{os.cpu_count()} CPUs, load {load_before} -> {load_after}; {args.rounds} rounds after a warm-up")
     print(f"versions: {versions}")
     print(f"{doc['latency']} for *_rtt30")
-    print(
-        f"{'scenario':<12}" + "".join(f"{t:>11}" for t in (*TOOLS, *FLOORS)) + f"{'ans/gh':>8}{'pyi/gh':>8}{'trips':>6}"
-    )
+    head = "".join(f"{t:>13}" for t in (*TOOLS, *FLOORS))
+    print(f"{'scenario':<12}{head}{'pyi/gh':>8}{'pyi/kept':>9}{'trips':>6}")
     for sc in built:
         m = medians.get(sc.name, {})
-        cells = "".join(f"{m[t]:>10.2f}s" if t in m else f"{'':>11}" for t in (*TOOLS, *FLOORS))
-        ra, rp = ratios["ansible_over_gpuhost"][sc.name], ratios["pyinfra_over_gpuhost"][sc.name]
-        print(f"{sc.name:<12}{cells}{ra or 0:>7.2f}x{rp or 0:>7.2f}x{trips[sc.name]:>6}")
-    print(
-        f"gpuhost/floor (w1_1): {ratios['gpuhost_over_floor']['w1_1']}x "
-        f"(paramiko alone: {ratios['gpuhost_over_floor']['w1_1_lean']}x); "
-        f"16 nodes / 1 node: gpuhost {ratios['gpuhost_16_over_1']}, floor {ratios['floor_16_over_1']}"
-    )
+        cells = "".join(f"{m[t]:>12.2f}s" if t in m else f"{'':>13}" for t in (*TOOLS, *FLOORS))
+        rp, rk = ratios["pyinfra_over_gpuhost"][sc.name], ratios["pyinfra_over_gpuhost_kept"][sc.name]
+        print(f"{sc.name:<12}{cells}{rp or 0:>7.2f}x{rk or 0:>8.2f}x{trips[sc.name]:>6}")
+    for g in GPUHOSTS:
+        print(
+            f"{g}/floor (w1_1): {ratios[f'{g}_over_floor']['w1_1']}x "
+            f"(paramiko alone: {ratios[f'{g}_over_floor']['w1_1_lean']}x); "
+            f"16 nodes / 1 node: {ratios[f'{g}_16_over_1']}, floor {ratios['floor_16_over_1']}"
+        )
     return 0
 
 

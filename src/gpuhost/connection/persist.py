@@ -117,10 +117,15 @@ def read(node: NodeSpec, command: str, timeout: float | None) -> tuple[int, byte
         return None
 
 
-def touch(node: NodeSpec) -> bool:
-    """Whether the keeper holds a connection to ``node``; if so it is kept ``ssh.persist`` seconds from now."""
-    answer = _ask({"op": "touch", "id": identity(node), "persist": node.ssh.persist}, 5.0)
-    return answer is not None and answer.get("kept") is True
+def touch(nodes: list[NodeSpec]) -> list[bool]:
+    """Whether the keeper holds a connection to each of ``nodes`` (one request for all); each it holds is kept
+    its ``ssh.persist`` seconds from now."""
+    doc = {"op": "touch", "ids": [identity(n) for n in nodes], "persist": [n.ssh.persist for n in nodes]}
+    answer = _ask(doc, 5.0)
+    kept = answer.get("kept") if answer is not None else None
+    if not isinstance(kept, list) or len(kept) != len(nodes):
+        return [False] * len(nodes)
+    return [k is True for k in kept]
 
 
 def keep(nodes: list[tuple[NodeSpec, SSHSettings]]) -> None:
@@ -250,7 +255,8 @@ class Keeper:
         if doc.get("op") == "keep":
             return self.keep(doc)
         if doc.get("op") == "touch":
-            return {"kept": self.touch(str(doc.get("id")), float(doc["persist"]))}
+            pairs = zip(doc["ids"], doc["persist"], strict=True)
+            return {"kept": [self.touch(str(key), float(persist)) for key, persist in pairs]}
         if doc.get("op") == "run":
             kept = self.kept.get(str(doc.get("id")))
             if kept is None:
@@ -353,6 +359,12 @@ def serve(docs: list[dict[str, Any]]) -> int:
 
 
 def main() -> int:
+    import signal
+
+    def leave(_signum: int, _frame: object) -> None:
+        raise SystemExit(0)  # through serve's cleanup: the socket and the pid file go
+
+    signal.signal(signal.SIGTERM, leave)
     docs = [json.loads(line) for line in sys.stdin.read().splitlines() if line.strip()]
     return serve([d for d in docs if isinstance(d, dict) and d.get("op") == "keep"])
 

@@ -74,9 +74,12 @@ def keep_connections(nodes: list[NodeSpec]) -> None:
     from gpuhost.connection import persist
     from gpuhost.errors import GpuhostError
 
+    persisting = [n for n in nodes if n.connection == "ssh" and n.ssh.persist]
+    if not persisting:
+        return
     wanted: list[tuple[NodeSpec, SSHSettings]] = []
-    for node in nodes:
-        if node.connection != "ssh" or not node.ssh.persist or persist.touch(node):
+    for node, held in zip(persisting, persist.touch(persisting), strict=True):
+        if held:
             continue
         try:
             wanted.append((node, ssh_settings(node)))

@@ -48,7 +48,7 @@ def test_a_run_does_not_talk_to_a_keeper_in_a_folder_others_can_enter(tmp_path: 
     assert r.returncode == 1
     assert not (folder / persist.SOCKET).exists()
     assert persist.read(node(), "true", 5) is None
-    assert persist.touch(node()) is False
+    assert persist.touch([node()]) == [False]
 
 
 def test_a_kept_connection_is_named_by_the_address_the_ssh_settings_and_the_ssh_config(
@@ -72,7 +72,7 @@ def test_a_kept_connection_is_named_by_the_address_the_ssh_settings_and_the_ssh_
 def test_the_keeper_answers_not_held_for_a_node_it_does_not_hold() -> None:
     keeper = persist.Keeper()
     assert keeper.answer({"op": "run", "id": "0" * 32, "command": "true", "timeout": 5}) == {"held": False}
-    assert keeper.answer({"op": "touch", "id": "0" * 32, "persist": 60}) == {"kept": False}
+    assert keeper.answer({"op": "touch", "ids": ["0" * 32], "persist": [60]}) == {"kept": [False]}
     assert keeper.answer({"op": "reboot"}) == {"error": "unknown op"}
 
 

@@ -227,9 +227,12 @@ FAST_SERVING_VARS = {
 }
 
 
-def gpuhost_cli(inventory: Path, *args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
-    """``gpuhost ARGS -i INVENTORY`` as a user runs it (this checkout's ``src``), plain output, wide lines."""
-    env = {**os.environ, "PYTHONPATH": SRC, "COLUMNS": "200", "NO_COLOR": "1"}
+def gpuhost_cli(
+    inventory: Path, *args: str, timeout: float = 900, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``gpuhost ARGS -i INVENTORY`` as a user runs it (this checkout's ``src``), plain output, wide lines; ``env``:
+    more of the environment."""
+    env = {**os.environ, "PYTHONPATH": SRC, "COLUMNS": "200", "NO_COLOR": "1", **(env or {})}
     return subprocess.run(
         [sys.executable, "-m", "gpuhost", *args, "-i", str(inventory)],
         capture_output=True,

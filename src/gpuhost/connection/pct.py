@@ -35,6 +35,11 @@ _SOURCE_SCRIPT = (
 )
 
 
+def pct_command(ctid: int, command: str) -> str:
+    """What the node runs for ``command`` inside container ``ctid``."""
+    return f"pct exec {ctid} -- sh -c {shlex.quote(command)}"
+
+
 class PctConnection(Connection):
     """Commands, reads and atomic writes inside container ``ctid``; stdin passes through."""
 
@@ -47,8 +52,7 @@ class PctConnection(Connection):
     def _exec(
         self, command: str, stdin: Stdin, timeout: float | None, stdout_sink: BinaryIO | None = None
     ) -> CommandResult:
-        wrapped = f"pct exec {self.ctid} -- sh -c {shlex.quote(command)}"
-        result = self.node._exec(wrapped, stdin, timeout, stdout_sink)
+        result = self.node._exec(pct_command(self.ctid, command), stdin, timeout, stdout_sink)
         return CommandResult(
             command, result.exit_code, result.stdout, result.stderr, result.duration, timed_out=result.timed_out
         )

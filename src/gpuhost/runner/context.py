@@ -150,6 +150,18 @@ class RunnerHost:
         self._closed_trips += 1
         return answer[0], answer[1]
 
+    def _kept_inside(self, ctid: int) -> Callable[[str], tuple[int, bytes, str] | None]:
+        """A container's reads over the node's kept connection, through ``pct exec`` as its own connection sends
+        them, while this run has opened no connection of its own to the node."""
+        from gpuhost.connection.pct import pct_command
+
+        def read(command: str) -> tuple[int, bytes, str] | None:
+            if self._kept is None or self._conn is not None:
+                return None
+            return self._kept(pct_command(ctid, command))
+
+        return read
+
     def run_read(self, command: str) -> CommandResult:
         """A fact's command (read-only): over the kept connection when one answers, else this run's own."""
         if self._kept is not None and self._conn is None:
@@ -206,6 +218,7 @@ class RunnerHost:
                     connect=lambda _n: PctConnection(self.conn, guest.id),
                     name=f"{self.name}/ct{guest.id}",
                     parent=self,
+                    kept=self._kept_inside(guest.id) if self._kept is not None else None,
                     lxc_id=guest.id,
                 )
             self._guests[guest] = ctx

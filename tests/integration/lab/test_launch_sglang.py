@@ -10,9 +10,13 @@ The tests run in order and share the container (a module of one story).
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import signal
 import subprocess
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -252,6 +256,47 @@ def test_launch_installs_starts_is_ready_and_proven_then_changes_nothing(launch_
     assert status.returncode == 0, status.stdout + status.stderr
     assert "unit active, /health 200, profile lab-glm5-tp2 (SGLang 0.5.23)" in status.stdout
     assert API_KEY not in verify.stdout + status.stdout
+
+
+def test_a_kept_connection_carries_a_converged_launch_with_its_containers_reads(
+    launch_lab: LabHandle, tmp_path: Path
+) -> None:
+    """``ssh.persist``: once the user's keeper holds the node, a converged launch reads everything over it (the
+    node's batch with the container's reads nested in it, then the live /health and /server_info asked inside the
+    container): it opens no SSH connection of its own and never imports paramiko."""
+    yaml = YAML(typ="safe", pure=True)
+    doc = yaml.load((launch_lab.state_dir / "launch.yml").read_text())
+    doc["nodes"]["sgl"]["ssh"]["persist"] = 30
+    kept = launch_lab.state_dir / "launch-kept.yml"
+    with kept.open("w") as fh:
+        yaml.dump(doc, fh)
+    env = {"XDG_RUNTIME_DIR": str(tmp_path / "run")}
+    probe = (
+        "import sys; from gpuhost.inventory.loader import load_inventory; from gpuhost.connection import persist;"
+        f"n = load_inventory({str(kept)!r}).nodes['sgl'];"
+        "r = persist.read(n, 'true', 5); sys.exit(0 if r is not None and r[0] == 0 else 1)"
+    )
+    try:
+        for _ in range(2):  # the first records the reads of this inventory's runs; each asks the keeper to hold
+            r = gpuhost_cli(kept, "launch", "sglang", "--json", env=env)
+            assert r.returncode == 0 and changed(r.stdout) == 0, r.stdout + r.stderr
+        deadline = time.monotonic() + 30
+        while subprocess.run([sys.executable, "-c", probe], env={**os.environ, **env}, check=False).returncode:
+            assert time.monotonic() < deadline, "the keeper did not hold the node within 30 s"
+            time.sleep(0.3)
+        r = gpuhost_cli(kept, "launch", "sglang", "--json", env={**env, "PYTHONPROFILEIMPORTTIME": "1"})
+        assert r.returncode == 0 and changed(r.stdout) == 0, r.stdout + r.stderr
+        report = json.loads(r.stdout)
+        assert report["hosts"]["sgl"]["round_trips"] <= 3, report["hosts"]["sgl"]
+        reasons = [t["reason"] for t in report["tasks"] if t["task"].startswith(f"CT {CT}: serves correctly")]
+        assert len(reasons) == 1 and "passed on this start already" in reasons[0], reasons
+        imported = {line.rsplit("|", 1)[-1].strip() for line in r.stderr.splitlines() if "import time:" in line}
+        assert "paramiko" not in imported, "the run opened an SSH connection of its own"
+    finally:
+        pid = tmp_path / "run" / "gpuhost" / "persist.pid"
+        if pid.exists():
+            os.kill(int(pid.read_text()), signal.SIGTERM)
+        kept.unlink(missing_ok=True)
 
 
 def test_a_changed_configuration_restarts_only_with_consent(launch_lab: LabHandle) -> None:

@@ -144,3 +144,17 @@ def test_a_record_others_could_write_is_not_read(tmp_path: Path) -> None:
     assert remembered.load(record) == remembered.Record()
     record.parent.chmod(0o700)
     assert remembered.load(record).node
+
+
+def test_a_converged_run_leaves_its_unchanged_record_alone_and_a_new_read_rewrites_it(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    (tmp_path / "a.conf").write_text("wanted\n")
+    (tmp_path / "b.conf").write_text("wanted\n")
+    _run(tmp_path, [("a.conf", "wanted")], remember=cache)
+    record = _record(tmp_path, cache)
+    before = record.stat()
+    _run(tmp_path, [("a.conf", "wanted")], remember=cache)
+    after = record.stat()
+    assert (after.st_ino, after.st_mtime_ns) == (before.st_ino, before.st_mtime_ns)
+    _run(tmp_path, [("a.conf", "wanted"), ("b.conf", "wanted")], remember=cache)  # one read more: recorded
+    assert len(json.loads(record.read_text())["node"]) == 2

@@ -111,6 +111,7 @@ def run_with_flags(
 
         verbose.enable()
     inv = load_inventory(inventory)
+    early = _send_early(inv, playbook, flags)
     book = load_playbook(playbook)
     if flags.limit is not None:
         try:
@@ -122,7 +123,20 @@ def run_with_flags(
         from gpuhost.cli.listing import print_listing
 
         return print_listing(book, inv, flags, extra_vars, extra_origins)
-    return _run_and_report(book, inv, flags, extra_vars, extra_origins, record_drift=record_drift)
+    return _run_and_report(book, inv, flags, extra_vars, extra_origins, record_drift=record_drift, early=early)
+
+
+def _send_early(inv: Any, playbook: Path, flags: RunFlags) -> Any:
+    """The remembered reads of nodes whose connection the keeper holds, sent now (:mod:`gpuhost.runner.early`):
+    they run on the nodes while the playbook loads and the roles expand. None when no node keeps one."""
+    if flags.list_hosts or flags.list_tasks or flags.list_tags or not any(n.ssh.persist for n in inv.nodes.values()):
+        return None
+    from gpuhost.runner.early import EarlyReads
+    from gpuhost.runner.remembered import cache_dir
+
+    early = EarlyReads()
+    early.send(inv, playbook, cache_dir(), flags.limit)
+    return early
 
 
 def _output_flags(flags: RunFlags) -> RunFlags:
@@ -156,6 +170,7 @@ def _run_and_report(
     extra_origins: dict[str, Any],
     *,
     record_drift: bool,
+    early: Any = None,
 ) -> int:
     import contextlib
 
@@ -165,6 +180,7 @@ def _run_and_report(
     with contextlib.ExitStack() as stack:
         sinks = _Sinks(stack, book, flags)
         opts = _run_options(flags, extra_vars, extra_origins, sinks)
+        opts.early = early
         if record_drift:  # the provision commands' baseline, read by the run itself (read ahead: no extra trip)
             from functools import partial
 

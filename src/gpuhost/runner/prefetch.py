@@ -192,7 +192,7 @@ def fetch_nested(
     ``pct exec``) in one command, the ``first`` of ``own`` finished before the others start; their results in
     order (None: not read, as every command of a container that is not running)."""
     commands = own + [f"pct exec {ctid} -- sh -c {shlex.quote(batch_command(cmds))}" for ctid, cmds in nested]
-    out = _run_batch(host, batch_command(commands, first))
+    out = _run_batch(host, nested_batch(own, nested, first))
     frames = _frames(len(commands), out)
     found = [None if f is None else _result(cmd, f) for cmd, f in zip(own, frames, strict=False)]
     inside: list[Results] = []
@@ -200,6 +200,13 @@ def fetch_nested(
         subs = _frames(len(cmds), frame[1]) if frame is not None else [None] * len(cmds)
         inside.append([None if f is None else _result(c, f) for c, f in zip(cmds, subs, strict=True)])
     return found, inside
+
+
+def nested_batch(own: list[str], nested: list[tuple[int, list[str]]], first: int = 0) -> str:
+    """The one command :func:`fetch_nested` sends: ``own`` and each container's commands nested through
+    ``pct exec``, the ``first`` of ``own`` finished before the others start."""
+    commands = own + [f"pct exec {ctid} -- sh -c {shlex.quote(batch_command(cmds))}" for ctid, cmds in nested]
+    return batch_command(commands, first)
 
 
 def _result(command: str, frame: tuple[int, bytes, bytes]) -> CommandResult:

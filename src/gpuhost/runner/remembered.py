@@ -102,6 +102,22 @@ def save(path: Path, ctx: RunnerHost) -> None:
         raise
 
 
+def batch_of(record: Record) -> tuple[list[str], list[tuple[int, list[str]]], list[str]]:
+    """What :func:`read` sends for ``record``: the node's commands (those read alone last time first), each
+    container's, and those first ones."""
+    nested = [(ctid, cmds) for ctid, cmds in sorted(record.lxc.items()) if cmds]
+    first = list(dict.fromkeys(record.first))
+    return first + [c for c in record.node if c not in first], nested, first
+
+
+def command_of(record: Record) -> str | None:
+    """The one command :func:`read` sends for ``record`` (None: it sends none)."""
+    from gpuhost.runner.prefetch import nested_batch
+
+    own, nested, first = batch_of(record)
+    return nested_batch(own, nested, len(first)) if own or nested else None
+
+
 def read(ctx: RunnerHost, record: Record) -> None:
     """Read the remembered commands in one command on ``ctx`` (a node): its own (those read alone last time
     first, finished before the others start), and each container's nested through ``pct exec`` (a container
@@ -109,11 +125,9 @@ def read(ctx: RunnerHost, record: Record) -> None:
     from gpuhost.core.guest import Guest
     from gpuhost.runner.prefetch import fetch_nested
 
-    nested = [(ctid, cmds) for ctid, cmds in sorted(record.lxc.items()) if cmds]
-    if not record.node and not nested:
+    own, nested, first = batch_of(record)
+    if not own and not nested:
         return
-    first = list(dict.fromkeys(record.first))
-    own = first + [c for c in record.node if c not in first]
     found, inside = fetch_nested(ctx, own, nested, first=len(first))
     ctx.remember({c: r for c, r in zip(own, found, strict=True) if r is not None}, first)
     for (ctid, cmds), results in zip(nested, inside, strict=True):

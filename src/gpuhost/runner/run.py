@@ -28,6 +28,7 @@ from gpuhost.runner import remembered
 from gpuhost.runner.apply import apply_plan
 from gpuhost.runner.connect import keep_connections, kept_reader, open_connection
 from gpuhost.runner.context import RunnerHost
+from gpuhost.runner.early import EarlyReads
 from gpuhost.runner.handler_state import PendingHandlers
 from gpuhost.runner.interrupt import Interrupted, signals_stop_the_run
 from gpuhost.runner.node_lock import DEFAULT_WAIT
@@ -73,6 +74,8 @@ class RunOptions:
     #: where each host's reads are remembered from run to run (:mod:`gpuhost.runner.remembered`): a host's
     #: first contact reads what its last run of this playbook read, in one batch; None: not remembered
     remember: Path | None = None
+    #: reads sent to the keeper before the run began (:mod:`gpuhost.runner.early`), taken when it reaches a node
+    early: EarlyReads | None = None
 
     def extra_layer(self) -> Layer:
         origins = {k: self.extra_origins.get(k, Origin("-e")) for k in self.extra_vars}
@@ -396,6 +399,8 @@ def execute(
         first = ctx is None
         if ctx is None:
             kept = kept_reader(node) if opts.connect is open_connection else None
+            if opts.early is not None:
+                kept = opts.early.reader(name, kept)
             ctx = RunnerHost(node, hp.vars, templates, check=opts.check, connect=opts.connect, kept=kept)
             contexts[name] = ctx
         else:

@@ -30,13 +30,13 @@ EXAMPLE = REPO / "playbooks" / "example.yml"
 class Operator:
     """Runs gpuhost as one user would: its own runtime folder (the keeper's socket) and cache (the records)."""
 
-    def __init__(self, base: Path, host, persist: float) -> None:
+    def __init__(self, base: Path, host, persist: float, ssh: str = "") -> None:
         self.host = host
         self.run_dir = base / "run"
         self.cache = base / "cache"
         self.inventory = write_inventory(base / "inventory.yml", [host])
         if persist:
-            text = self.inventory.read_text().replace("    ssh:\n", f"    ssh:\n      persist: {persist}\n")
+            text = self.inventory.read_text().replace("    ssh:\n", f"    ssh:\n      persist: {persist}\n{ssh}")
             self.inventory.write_text(text)
         self.env = {**os.environ, "XDG_RUNTIME_DIR": str(self.run_dir), "XDG_CACHE_HOME": str(self.cache)}
 
@@ -45,16 +45,19 @@ class Operator:
         return self.run_dir / "gpuhost"
 
     def run(self, *, imports: bool = False) -> tuple[dict, str]:
+        r = self.attempt(imports=imports)
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+        return json.loads(r.stdout), r.stderr
+
+    def attempt(self, *, imports: bool = False) -> subprocess.CompletedProcess[str]:
         env = {**self.env, "COLUMNS": "200", **({"PYTHONPROFILEIMPORTTIME": "1"} if imports else {})}
-        r = subprocess.run(
+        return subprocess.run(
             [sys.executable, "-m", "gpuhost", "run", str(EXAMPLE), "-i", str(self.inventory), "--json"],
             capture_output=True,
             text=True,
             env=env,
             timeout=120,
         )
-        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-        return json.loads(r.stdout), r.stderr
 
     def ssh(self, command: str) -> str:
         h = self.host
@@ -183,3 +186,26 @@ def test_without_persist_no_keeper_is_started(sshd_host, tmp_path):
     op.run()
     op.run()
     assert not op.folder.exists()
+
+
+def test_a_kept_connection_to_a_node_that_froze_is_given_up_in_seconds(sshd_host, tmp_path):
+    # the watchdog would take keepalive x keepalive_count = 30 s to call the node gone; the keeper asks an idle
+    # connection for a keepalive first and gives it connect_timeout (2 s) to answer
+    settings = "      keepalive: 1\n      keepalive_count: 30\n      connect_timeout: 2\n"
+    op = Operator(tmp_path, sshd_host, persist=60, ssh=settings)
+    op.prepare()
+    try:
+        op.run()
+        op.run()
+        op.wait_kept()
+        time.sleep(1.5)  # idle for longer than keepalive
+        op.host.freeze()
+        start = time.monotonic()
+        r = op.attempt()
+        took = time.monotonic() - start
+        report = json.loads(r.stdout)
+        assert r.returncode != 0 and report["hosts"][op.host.name]["unreachable"], r.stdout[-2000:]
+        assert took < 15, f"the run took {took:.1f} s to find the node gone"
+    finally:
+        op.host.thaw()
+        op.stop_keeper()

@@ -15,7 +15,9 @@ The keeper is one process per user (``python -m gpuhost.connection.persist``, it
 listening on ``$XDG_RUNTIME_DIR/gpuhost/persist.sock`` (else ``/tmp/gpuhost-UID/``): a folder only the user can enter
 (a folder another user owns or can write is not used), a socket only the user can open, and every peer's
 user checked (``SO_PEERCRED``), as OpenSSH's control sockets are kept. It holds each connection until
-``persist`` seconds pass without a read, or the connection ends, and exits when it holds none. A kept
+``persist`` seconds pass without a read, or the connection ends, and exits when it holds none. A connection idle
+for longer than the node's ``ssh.keepalive`` must answer a keepalive within a few seconds before it is read
+over (a node that vanished leaves TCP open, unnoticed): else the run is told to read over its own. A kept
 connection is named by the node's address, its inventory ``ssh`` settings and the ``~/.ssh/config`` they
 are completed from (an edit of either opens a new one); its host key was checked when it was opened,
 against the node's known_hosts (strictly: a key is never recorded by the keeper).
@@ -54,6 +56,8 @@ PIDFILE = "persist.pid"
 CONNECT_WAIT = 0.5
 #: beyond a read's own timeout, how long a run waits for the keeper's answer
 ANSWER_GRACE = 30.0
+#: the longest a connection idle for more than its ``keepalive`` is given to answer a keepalive before a read
+PROBE_WAIT = 3.0
 
 
 def runtime_dir() -> Path:
@@ -199,6 +203,7 @@ class _Kept:
 
     def __init__(self, name: str, settings: SSHSettings, persist: float) -> None:
         self.name, self.settings, self.persist = name, settings, persist
+        self.probe_wait = min(settings.connect_timeout, PROBE_WAIT)
         self.conn: SSHConnection | None = None
         self.failed = False
         self.used = time.monotonic()
@@ -227,7 +232,10 @@ class _Kept:
 
         with self.lock:
             conn = self.conn
-            if conn is None or not conn.is_open():
+            if conn is None or self.failed or not conn.is_open():
+                return {"held": False}
+            if time.monotonic() - self.used > self.settings.keepalive and not conn.answers(self.probe_wait):
+                self.failed = True  # a node that went away without a word: the run connects (and says so) itself
                 return {"held": False}
             sink = io.BytesIO()
             self.used = time.monotonic()

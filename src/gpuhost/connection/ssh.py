@@ -217,6 +217,25 @@ class SSHConnection(Connection):
         transport = self._conn.get_transport() if self._conn else None
         return bool(transport and transport.is_active())
 
+    def answers(self, within: float) -> bool:
+        """The peer answers a keepalive (``keepalive@openssh.com`` with want-reply) within ``within`` seconds: a
+        connection that sat idle is still there (a vanished peer leaves TCP open, unnoticed, for minutes)."""
+        transport = self._conn.get_transport() if self._conn else None
+        if transport is None or not transport.is_active():
+            return False
+        done = threading.Event()
+
+        def probe() -> None:
+            try:  # returns when the reply (success or failure) arrives, or when the transport closes
+                transport.global_request("keepalive@openssh.com", wait=True)
+            except (paramiko.SSHException, OSError, EOFError):
+                pass
+            finally:
+                done.set()
+
+        threading.Thread(target=probe, name="gpuhost-ssh-answers", daemon=True).start()
+        return done.wait(within) and transport.is_active()
+
     def _transport(self) -> paramiko.Transport:
         transport = self._conn.get_transport() if self._conn else None
         if transport is None or not transport.is_active():

@@ -77,8 +77,7 @@ class EarlyReads:
             if sent is not None and command == sent.command:
                 taken, sent = sent, None
                 taken.thread.join()
-                if taken.answer is not None:
-                    return taken.answer
+                return taken.answer  # None: the keeper could not answer it, the run reads over its own
             return read(command)
 
         return answer

@@ -294,6 +294,16 @@ def main(argv: list[str] | None = None) -> int:
             logs.mkdir()
             kept_env = {"XDG_RUNTIME_DIR": str(Path(tmp) / "run")}  # this benchmark's own keeper (--kept)
             cleanup.append(lambda: stop_keeper(Path(tmp) / "run"))
+
+            def add(chosen: list[tuple[str, tuple[str, ...]]], inventory: Path, handle: Any, node: str) -> None:
+                """Each chosen command timed, its replay floor, and (--kept, a playbook command) its kept twin."""
+                for name, argv in chosen:
+                    jobs.append(measured(name, inventory, argv, logs))
+                    sent = capture(srcs[-1], inventory, argv, Path(tmp) / f"{name.replace(' ', '-')}.json")
+                    floors.append(floor_job(f"replay {name}", handle, node, "replay", str(sent)))
+                    if args.kept and argv[0] in ("provision", "launch"):
+                        jobs.append(measured(f"{name} (kept)", kept_inventory(inventory), argv, logs, kept_env))
+
             if {"provision", "verify-lxc"} & set(wanted):
                 print("provision lab: building (first provision lxc) ...", file=log)
                 handle, inv = provision_lab(Path(tmp) / "plab", srcs)
@@ -303,12 +313,7 @@ def main(argv: list[str] | None = None) -> int:
                     chosen.append(("provision lxc", ("provision", "lxc", "--allow-reboot", "--allow-restart")))
                 if "verify-lxc" in wanted:
                     chosen.append(("verify lxc", ("verify", "lxc")))
-                for name, argv in chosen:
-                    jobs.append(measured(name, inv, argv, logs))
-                    sent = capture(srcs[-1], inv, argv, Path(tmp) / f"{name.replace(' ', '-')}.json")
-                    floors.append(floor_job(f"replay {name}", handle, "pve1", "replay", str(sent)))
-                    if args.kept and argv[0] == "provision":
-                        jobs.append(measured(f"{name} (kept)", kept_inventory(inv), argv, logs, kept_env))
+                add(chosen, inv, handle, "pve1")
                 floors.append(floor_job("floor lxc", handle, "pve1", "lxc", "200"))
                 floors += peer_jobs("lxc", handle, "pve1", Path(tmp) / "peers-lxc", ("ctid", "200"))
             if {"launch", "verify-serve"} & set(wanted):
@@ -320,12 +325,7 @@ def main(argv: list[str] | None = None) -> int:
                     chosen.append(("launch sglang", ("launch", "sglang")))
                 if "verify-serve" in wanted:
                     chosen.append(("verify serve", ("verify", "serve")))
-                for name, argv in chosen:
-                    jobs.append(measured(name, sinv, argv, logs))
-                    sent = capture(srcs[-1], sinv, argv, Path(tmp) / f"{name.replace(' ', '-')}.json")
-                    floors.append(floor_job(f"replay {name}", shandle, "sgl", "replay", str(sent)))
-                    if args.kept and argv[0] == "launch":
-                        jobs.append(measured(f"{name} (kept)", kept_inventory(sinv), argv, logs, kept_env))
+                add(chosen, sinv, shandle, "sgl")
                 url = f"http://{shandle.node('sgl').address}:30000/health"
                 floors.append(floor_job("floor serve", shandle, "sgl", "serve", "230", url))
                 floors += peer_jobs(

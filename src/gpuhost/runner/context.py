@@ -139,16 +139,15 @@ class RunnerHost:
         except FactError as exc:
             raise FactError(f"{self.name}: {exc}") from None
 
-    def kept_read(self, command: str) -> tuple[int, bytes] | None:
+    def kept_read(self, command: str) -> tuple[int, bytes, str] | None:
         """A read-only command run over the node's kept connection (:mod:`gpuhost.connection.persist`) while this
-        run has opened none of its own: its exit status and output, or None (no kept connection answered)."""
+        run has opened none of its own: its exit status, output and error output, or None (none answered)."""
         if self._kept is None or self._conn is not None:
             return None
         answer = self._kept(command)
-        if answer is None:
-            return None
-        self._closed_trips += 1
-        return answer[0], answer[1]
+        if answer is not None:
+            self._closed_trips += 1
+        return answer
 
     def _kept_inside(self, ctid: int) -> Callable[[str], tuple[int, bytes, str] | None]:
         """A container's reads over the node's kept connection, through ``pct exec`` as its own connection sends
@@ -164,11 +163,9 @@ class RunnerHost:
 
     def run_read(self, command: str) -> CommandResult:
         """A fact's command (read-only): over the kept connection when one answers, else this run's own."""
-        if self._kept is not None and self._conn is None:
-            answer = self._kept(command)
-            if answer is not None:
-                self._closed_trips += 1
-                return CommandResult(command, answer[0], answer[1].decode(errors="replace"), answer[2])
+        answer = self.kept_read(command)
+        if answer is not None:
+            return CommandResult(command, answer[0], answer[1].decode(errors="replace"), answer[2])
         return self.conn.run(command, check=False)
 
     def has_fact(self, key: tuple[Any, ...]) -> bool:

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.conftest import write_inventory
+from tests.support.kept import wait_kept
 
 pytestmark = pytest.mark.integration
 
@@ -82,19 +83,8 @@ class Operator:
         except (OSError, ValueError):
             return None
 
-    def wait_kept(self, timeout: float = 20.0) -> None:
-        """Until the keeper answers a read of the node over its connection."""
-        code = (
-            "import sys; from gpuhost.inventory.loader import load_inventory; from gpuhost.connection import persist;"
-            f"n = load_inventory({str(self.inventory)!r}).nodes[{self.host.name!r}];"
-            "r = persist.read(n, 'true', 5); sys.exit(0 if r is not None and r[0] == 0 else 1)"
-        )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if subprocess.run([sys.executable, "-c", code], env=self.env, check=False).returncode == 0:
-                return
-            time.sleep(0.2)
-        pytest.fail(f"the keeper did not hold a connection to {self.host.name} within {timeout} s")
+    def wait_kept(self) -> None:
+        wait_kept(self.inventory, self.host.name, self.env)
 
     def stop_keeper(self) -> None:
         pid = self.keeper_pid()

@@ -238,7 +238,6 @@ class _Kept:
                 self.failed = True  # a node that went away without a word: the run connects (and says so) itself
                 return {"held": False}
             sink = io.BytesIO()
-            self.used = time.monotonic()
             try:
                 result = conn.run(command, check=False, timeout=timeout, stdout_sink=sink)
             except GpuhostError:
@@ -287,7 +286,10 @@ class Keeper:
             if self.touch(key, float(doc["persist"])):
                 return {"kept": True}
             kept = _Kept(str(doc["name"]), _settings(doc["settings"]), float(doc["persist"]))
+            ended = self.kept.get(key)
             self.kept[key] = kept
+        if ended is not None:
+            ended.close()  # failed or idle out, not yet closed by expire()
         threading.Thread(target=kept.open, daemon=True).start()
         return {"kept": True}
 

@@ -191,9 +191,8 @@ def fetch_nested(
     """Host's ``own`` commands and each container's (``(ctid, commands)``, run inside host's batch through
     ``pct exec``) in one command, the ``first`` of ``own`` finished before the others start; their results in
     order (None: not read, as every command of a container that is not running)."""
-    commands = own + [f"pct exec {ctid} -- sh -c {shlex.quote(batch_command(cmds))}" for ctid, cmds in nested]
     out = _run_batch(host, nested_batch(own, nested, first))
-    frames = _frames(len(commands), out)
+    frames = _frames(len(own) + len(nested), out)
     found = [None if f is None else _result(cmd, f) for cmd, f in zip(own, frames, strict=False)]
     inside: list[Results] = []
     for (_ctid, cmds), frame in zip(nested, frames[len(own) :], strict=True):

@@ -88,14 +88,13 @@ def save(path: Path, ctx: RunnerHost) -> None:
     if not node and not any(lxc.values()):
         return  # a run that read nothing (its tasks all filtered out) leaves the last record as it was
     doc: dict[str, Any] = {"schema": SCHEMA, "node": node, "first": first, "lxc": {k: v for k, v in lxc.items() if v}}
-    text = json.dumps(doc)
     if load(path) == Record(node, first, {int(k): v for k, v in doc["lxc"].items()}):
         return  # the same record (a converged run reads what the last one did): nothing to write
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".readahead-", suffix=".tmp")
     try:
         with os.fdopen(fd, "w") as fh:
-            fh.write(text)
+            json.dump(doc, fh)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

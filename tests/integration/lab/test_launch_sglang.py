@@ -15,8 +15,6 @@ import re
 import shlex
 import signal
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,6 +28,7 @@ from gpuhost.lab.spec import NodeSpec
 from tests.integration.lab.test_gpu import MODEL as GPU_MODEL
 from tests.integration.lab.test_gpu import OLD, fetch_installer, install_host_driver, ok
 from tests.lab_fixtures import CommandResult, LabHandle, gpuhost_cli, lab_address, start_lab
+from tests.support.kept import wait_kept
 
 CT = 230
 CONTROL = "/etc/gpuhost-lab/sglang"
@@ -271,19 +270,11 @@ def test_a_kept_connection_carries_a_converged_launch_with_its_containers_reads(
     with kept.open("w") as fh:
         yaml.dump(doc, fh)
     env = {"XDG_RUNTIME_DIR": str(tmp_path / "run")}
-    probe = (
-        "import sys; from gpuhost.inventory.loader import load_inventory; from gpuhost.connection import persist;"
-        f"n = load_inventory({str(kept)!r}).nodes['sgl'];"
-        "r = persist.read(n, 'true', 5); sys.exit(0 if r is not None and r[0] == 0 else 1)"
-    )
     try:
         for _ in range(2):  # the first records the reads of this inventory's runs; each asks the keeper to hold
             r = gpuhost_cli(kept, "launch", "sglang", "--json", env=env)
             assert r.returncode == 0 and changed(r.stdout) == 0, r.stdout + r.stderr
-        deadline = time.monotonic() + 30
-        while subprocess.run([sys.executable, "-c", probe], env={**os.environ, **env}, check=False).returncode:
-            assert time.monotonic() < deadline, "the keeper did not hold the node within 30 s"
-            time.sleep(0.3)
+        wait_kept(kept, "sgl", env)
         r = gpuhost_cli(kept, "launch", "sglang", "--json", env={**env, "PYTHONPROFILEIMPORTTIME": "1"})
         assert r.returncode == 0 and changed(r.stdout) == 0, r.stdout + r.stderr
         report = json.loads(r.stdout)

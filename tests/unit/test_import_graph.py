@@ -27,7 +27,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[2] / "src"
 PKG = SRC / "gpuhost"
 NOT_WALKED = ("gpuhost.lab", "gpuhost.probe", "gpuhost.tools")
-BASE = ("errors", "redact", "yamlfile", "resources", "secrets", "templating", "inventory", "lazy_table")
+BASE = ("errors", "redact", "yamlfile", "usercache", "resources", "secrets", "templating", "inventory", "lazy_table")
 CORE_PROTOCOL = "gpuhost.core.context"
 APPS = ("p2p", "bench_serving", "capture")
 #: ``gpuhost serve status|logs|stop|restart`` and ``verify serve --group``: an application on the serving library

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from gpuhost import usercache
 
 if TYPE_CHECKING:
     from gpuhost.runner.context import RunnerHost
@@ -37,8 +37,7 @@ MAX_COMMANDS = 500
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "gpuhost" / "readahead"
+    return usercache.folder("readahead")
 
 
 def record_path(directory: Path, playbook: Path, inventory: Path, host: str) -> Path:
@@ -60,11 +59,9 @@ def load(path: Path) -> Record:
     """The record at ``path``; an empty one when there is no usable record. Its commands run on the node as the
     inventory's user, so a record another user owns or could write (the file or its folder) is not used, as
     OpenSSH refuses such a config file."""
+    if not usercache.trusted(path):
+        return Record()
     try:
-        for part in (path.parent, path):
-            st = part.stat()
-            if st.st_uid != os.getuid() or st.st_mode & 0o022:
-                return Record()
         doc = json.loads(path.read_text())
         node = [str(c) for c in doc["node"]]
         first = [str(c) for c in doc["first"] if c in node]
@@ -90,15 +87,7 @@ def save(path: Path, ctx: RunnerHost) -> None:
     doc: dict[str, Any] = {"schema": SCHEMA, "node": node, "first": first, "lxc": {k: v for k, v in lxc.items() if v}}
     if load(path) == Record(node, first, {int(k): v for k, v in doc["lxc"].items()}):
         return  # the same record (a converged run reads what the last one did): nothing to write
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".readahead-", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(doc, fh)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    usercache.write(path, json.dumps(doc).encode())
 
 
 def batch_of(record: Record) -> tuple[list[str], list[tuple[int, list[str]]], list[str]]:

@@ -55,13 +55,13 @@ class EarlyReads:
             names = inventory.select(limit) if limit else list(inventory.nodes)
         except InventoryError:
             return  # the run says what is wrong with --limit
+        record = remembered.records(directory, playbook, Path(inventory.path))
         for name in names:
             node = inventory.nodes[name]
             read = kept_reader(node)
             if read is None:
                 continue
-            path = remembered.record_path(directory, playbook, Path(inventory.path), name)
-            command = remembered.command_of(remembered.load(path))
+            command = remembered.command_of(remembered.load(record(name)))
             if command is not None:
                 self._sent[name] = _Sent(command, read)
 

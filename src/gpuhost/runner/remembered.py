@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,8 +43,17 @@ def cache_dir() -> Path:
 
 def record_path(directory: Path, playbook: Path, inventory: Path, host: str) -> Path:
     """The record of one host's runs of one playbook on one inventory."""
-    key = "\0".join((str(playbook.resolve()), str(inventory.resolve()), host))
-    return directory / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
+    return records(directory, playbook, inventory)(host)
+
+
+def records(directory: Path, playbook: Path, inventory: Path) -> Callable[[str], Path]:
+    """:func:`record_path` for each host of one run (the paths resolved once, not once a host)."""
+    prefix = "\0".join((str(playbook.resolve()), str(inventory.resolve()), ""))
+
+    def path(host: str) -> Path:
+        return directory / f"{hashlib.sha256((prefix + host).encode()).hexdigest()[:32]}.json"
+
+    return path
 
 
 @dataclass(frozen=True)
@@ -73,20 +83,26 @@ def load(path: Path) -> Record:
     return Record(node, first, lxc)
 
 
-def save(path: Path, ctx: RunnerHost) -> None:
-    """What ``ctx`` (a node) and its containers read before the first change, as the next run's record."""
+def save(path: Path, ctx: RunnerHost, last: Record | None = None) -> None:
+    """What ``ctx`` (a node) and its containers read before the first change, as the next run's record (``last``:
+    the record this run read, when it has it)."""
     from gpuhost.redact import redact
+
+    asked = {ctid: guest.asked()[0] for ctid, guest in sorted(ctx.lxc_guests().items())}
+    node, first = ctx.asked()
+    if Record(node, first, {k: v for k, v in asked.items() if v}) == (load(path) if last is None else last):
+        return  # the same record (a converged run reads what the last one did): nothing to write
 
     def keep(commands: list[str]) -> list[str]:
         return [c for c in commands if redact(c) == c]
 
-    lxc = {str(ctid): keep(guest.asked()[0]) for ctid, guest in sorted(ctx.lxc_guests().items())}
-    node, first = (keep(c) for c in ctx.asked())
+    lxc = {str(ctid): keep(cmds) for ctid, cmds in asked.items()}
+    node, first = keep(node), keep(first)
     if not node and not any(lxc.values()):
         return  # a run that read nothing (its tasks all filtered out) leaves the last record as it was
     doc: dict[str, Any] = {"schema": SCHEMA, "node": node, "first": first, "lxc": {k: v for k, v in lxc.items() if v}}
     if load(path) == Record(node, first, {int(k): v for k, v in doc["lxc"].items()}):
-        return  # the same record (a converged run reads what the last one did): nothing to write
+        return  # the same record once secret-bearing commands are left out
     usercache.write(path, json.dumps(doc).encode())
 
 

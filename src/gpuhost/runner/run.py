@@ -387,9 +387,12 @@ def execute(
 
     last_play = {name: prepared for prepared in plays for name in prepared.hosts}
 
-    def record(name: str) -> Path:
-        assert opts.remember is not None
-        return remembered.record_path(opts.remember, Path(playbook.path), Path(inventory.path), name)
+    record = (
+        remembered.records(opts.remember, Path(playbook.path), Path(inventory.path))
+        if opts.remember is not None
+        else None
+    )
+    last: dict[str, remembered.Record] = {}  # each host's record, as this run read it
 
     def one(prepared: PreparedPlay, name: str) -> bool:
         summary = report.hosts.setdefault(name, HostSummary())
@@ -412,8 +415,9 @@ def execute(
         runner.stopping = stopped
         try:
             try:
-                if first and opts.remember is not None:
-                    remembered.read(ctx, remembered.load(record(name)))
+                if first and record is not None:
+                    last[name] = remembered.load(record(name))
+                    remembered.read(ctx, last[name])
                 tasks, handlers = _expand(hp, ctx)
             except GpuhostError as exc:
                 summary.unreachable = summary.unreachable or isinstance(exc, ConnectionFailed)
@@ -467,10 +471,10 @@ def execute(
     finally:
         for ctx in contexts.values():
             ctx.close()
-    if opts.remember is not None and not stopped:
+    if record is not None and not stopped:
         good = [n for n in contexts if not (report.hosts[n].failed or report.hosts[n].unreachable)]
         for name in good:
-            _remember(record(name), contexts[name])
+            _remember(record(name), contexts[name], last.get(name))
         if opts.connect is open_connection:  # for the next run, each node's connection kept (ssh.persist)
             keep_connections([inventory.nodes[n] for n in good])
     if stopped:
@@ -485,9 +489,9 @@ def execute(
     return report
 
 
-def _remember(path: Path, ctx: RunnerHost) -> None:
+def _remember(path: Path, ctx: RunnerHost, last: remembered.Record | None) -> None:
     try:
-        remembered.save(path, ctx)
+        remembered.save(path, ctx, last)
     except OSError:
         pass  # an optimisation: the next run reads its facts as it would have without a record
 

@@ -75,16 +75,25 @@ def private(folder: Path) -> bool:
 
 
 def identity(node: NodeSpec) -> str:
-    """The name of a kept connection to ``node``: its address and inventory ``ssh`` settings, and the size and
-    time of the ``~/.ssh/config`` they are completed from."""
+    """The name of a kept connection to ``node``: its address and inventory ``ssh`` settings, the size and time
+    of the ``~/.ssh/config`` they are completed from, and the network namespace the run is in (the same address
+    can be another machine in another namespace: ``ip netns exec``)."""
     config = node.ssh.config_file
     try:
         st = Path(config).expanduser().stat()
         seen: list[int] | None = [st.st_size, st.st_mtime_ns]
     except (OSError, ValueError):
         seen = None
-    doc = [node.address, node.ssh.model_dump(mode="json"), seen]
+    doc = [node.address, node.ssh.model_dump(mode="json"), seen, _network_namespace()]
     return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def _network_namespace() -> list[int] | None:
+    try:
+        st = os.stat("/proc/self/ns/net")
+    except OSError:
+        return None
+    return [st.st_dev, st.st_ino]
 
 
 # -- a run's side ------------------------------------------------------------------------------

@@ -69,6 +69,17 @@ def test_a_kept_connection_is_named_by_the_address_the_ssh_settings_and_the_ssh_
     assert persist.identity(node(config_file=str(config))) != before
 
 
+def test_the_same_address_in_another_network_namespace_is_another_kept_connection() -> None:
+    code = "from tests.unit.connection.test_persist import node; from gpuhost.connection import persist; "
+    code += "print(persist.identity(node()))"
+    here = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    there = subprocess.run(
+        ["unshare", "--net", sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert here.strip() == persist.identity(node())
+    assert there.strip() != here.strip()
+
+
 def test_the_keeper_answers_not_held_for_a_node_it_does_not_hold() -> None:
     keeper = persist.Keeper()
     assert keeper.answer({"op": "run", "id": "0" * 32, "command": "true", "timeout": 5}) == {"held": False}

@@ -30,9 +30,11 @@ The peers (once a round, one lab node): ansible-core and pyinfra making the chec
 own (``bench/peers/``): the container's config passing the GPUs, its driver equal to the host's, IOMMU on; or the
 container running, its unit active, ``/health`` 200 from inside it. Each command's figure is paired with theirs.
 
-With ``--kept``, ``provision lxc (kept)`` and ``launch sglang (kept)`` are the same commands on a copy of the lab's
-inventory that sets ``ssh.persist: 60`` (the benchmark's own keeper holds the node's connection between runs, as
-the peers' ansible-core keeps its ``ControlPersist=60s`` master); they are held against the same floors.
+Each command runs on a copy of the lab's inventory with ``ssh.persist: 0``: no connection kept between runs (a
+first run, or one more than ``persist`` seconds after the last). With ``--kept``, ``provision lxc (kept)`` and
+``launch sglang (kept)`` are the same commands on a copy that sets ``ssh.persist: 60`` (the default; the
+benchmark's own keeper holds the node's connection between runs, as the peers' ansible-core keeps its
+``ControlPersist=60s`` master); they are held against the same floors.
 
 The replay floor of each command (once a round): the remote commands one converged run of it sent (captured once,
 from the last tree, before the rounds), replayed as sent over one paramiko connection, nothing judged: the same
@@ -223,12 +225,13 @@ def peer_jobs(lab: str, handle: Any, node: str, work: Path, *extra: tuple[str, s
     return [job("ansible"), job("pyinfra")]
 
 
-def kept_inventory(inventory: Path) -> Path:
-    """The same inventory with ``ssh.persist: 60`` on every node, beside it (its relative key paths still hold)."""
+def persisting(inventory: Path, seconds: int) -> Path:
+    """The same inventory with ``ssh.persist: SECONDS`` on every node, beside it (its relative key paths still
+    hold): 0 for a run with no kept connection (a first run, or one more than ``persist`` after the last)."""
     doc = yaml.safe_load(inventory.read_text())
     for node in doc["nodes"].values():
-        node.setdefault("ssh", {})["persist"] = 60
-    out = inventory.with_name(f"{inventory.stem}-kept.yml")
+        node.setdefault("ssh", {})["persist"] = seconds
+    out = inventory.with_name(f"{inventory.stem}-{'kept' if seconds else 'cold'}.yml")
     out.write_text(yaml.safe_dump(doc, sort_keys=False))
     return out
 
@@ -297,12 +300,13 @@ def main(argv: list[str] | None = None) -> int:
 
             def add(chosen: list[tuple[str, tuple[str, ...]]], inventory: Path, handle: Any, node: str) -> None:
                 """Each chosen command timed, its replay floor, and (--kept, a playbook command) its kept twin."""
+                cold = persisting(inventory, 0)
                 for name, argv in chosen:
-                    jobs.append(measured(name, inventory, argv, logs))
-                    sent = capture(srcs[-1], inventory, argv, Path(tmp) / f"{name.replace(' ', '-')}.json")
+                    jobs.append(measured(name, cold, argv, logs))
+                    sent = capture(srcs[-1], cold, argv, Path(tmp) / f"{name.replace(' ', '-')}.json")
                     floors.append(floor_job(f"replay {name}", handle, node, "replay", str(sent)))
                     if args.kept and argv[0] in ("provision", "launch"):
-                        jobs.append(measured(f"{name} (kept)", kept_inventory(inventory), argv, logs, kept_env))
+                        jobs.append(measured(f"{name} (kept)", persisting(inventory, 60), argv, logs, kept_env))
 
             if {"provision", "verify-lxc"} & set(wanted):
                 print("provision lab: building (first provision lxc) ...", file=log)

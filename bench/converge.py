@@ -16,7 +16,8 @@ Workloads live in ``bench/converge/`` (one file per tool and workload, same temp
 Every tool checks host keys against the lab's known_hosts file. ansible-core (pipelining,
 ``ControlPersist=600s``, ``gathering = explicit``, forks 16) and pyinfra are installed into their own
 virtual environments under ``~/.cache/gpuhost-bench/`` from the package registry on first use.
-gpuhost is this checkout's ``src``, run twice: as installed (``gpuhost``) and with ``ssh.persist: 600`` in its
+gpuhost is this checkout's ``src``, run twice: with ``ssh.persist: 0`` (``gpuhost``: no connection kept between
+runs, as a first run or one more than ``persist`` seconds after the last) and with ``ssh.persist: 600`` in its
 inventory (``gpuhost_kept``: the user's keeper holds each node's connection between runs, one keeper for the
 benchmark in its own ``XDG_RUNTIME_DIR``), as ansible-core keeps its masters here (``ControlPersist=600s``);
 600 s because a scenario comes back once a round, two minutes later. The floor is ``bench/converge/floor.py``:
@@ -180,7 +181,8 @@ def write_inventories(sc: Scenario, lab: Path, known_hosts: Path) -> None:
         }
         for name, addr in sc.nodes
     }
-    (sc.dir / "gpuhost.yml").write_text(yaml.safe_dump({"vars": {}, "nodes": nodes, "groups": {}}))
+    cold = {name: {**n, "ssh": {**n["ssh"], "persist": 0}} for name, n in nodes.items()}
+    (sc.dir / "gpuhost.yml").write_text(yaml.safe_dump({"vars": {}, "nodes": cold, "groups": {}}))
     kept = {name: {**n, "ssh": {**n["ssh"], "persist": 600}} for name, n in nodes.items()}
     (sc.dir / "gpuhost_kept.yml").write_text(yaml.safe_dump({"vars": {}, "nodes": kept, "groups": {}}))
     ini = ["[pve]"] + [f"{n} ansible_host={a} ansible_user=root" for n, a in sc.nodes]

@@ -31,12 +31,13 @@ EXAMPLE = REPO / "playbooks" / "example.yml"
 class Operator:
     """Runs gpuhost as one user would: its own runtime folder (the keeper's socket) and cache (the records)."""
 
-    def __init__(self, base: Path, host, persist: float, ssh: str = "") -> None:
+    def __init__(self, base: Path, host, persist: float | None, ssh: str = "") -> None:
+        """``persist``: the inventory's ``ssh.persist`` (None: not written, the default)."""
         self.host = host
         self.run_dir = base / "run"
         self.cache = base / "cache"
         self.inventory = write_inventory(base / "inventory.yml", [host])
-        if persist:
+        if persist is not None:
             text = self.inventory.read_text().replace("    ssh:\n", f"    ssh:\n      persist: {persist}\n{ssh}")
             self.inventory.write_text(text)
         self.env = {**os.environ, "XDG_RUNTIME_DIR": str(self.run_dir), "XDG_CACHE_HOME": str(self.cache)}
@@ -170,12 +171,27 @@ def test_the_keeper_leaves_once_the_node_is_idle_for_persist_seconds(sshd_host, 
         op.stop_keeper()
 
 
-def test_without_persist_no_keeper_is_started(sshd_host, tmp_path):
+def test_persist_0_starts_no_keeper(sshd_host, tmp_path):
     op = Operator(tmp_path, sshd_host, persist=0)
     op.prepare()
     op.run()
     op.run()
     assert not op.folder.exists()
+
+
+def test_an_inventory_that_says_nothing_keeps_the_connection_as_ansible_does(sshd_host, tmp_path):
+    op = Operator(tmp_path, sshd_host, persist=None)
+    assert "persist" not in op.inventory.read_text()
+    op.prepare()
+    try:
+        op.run()
+        op.run()
+        op.wait_kept()
+        report, imports = op.run(imports=True)
+        assert report["hosts"][sshd_host.name]["round_trips"] == 1
+        assert not imported_paramiko(imports), "the run opened an SSH connection of its own"
+    finally:
+        op.stop_keeper()
 
 
 def test_a_kept_connection_to_a_node_that_froze_is_given_up_in_seconds(sshd_host, tmp_path):

@@ -207,6 +207,12 @@ def _settings(doc: dict[str, Any]) -> SSHSettings:
     return SSHSettings(**fields)
 
 
+def _without_password(s: SSHSettings) -> SSHSettings:
+    from dataclasses import replace
+
+    return replace(s, password=None, jump=_without_password(s.jump) if s.jump is not None else None)
+
+
 class _Kept:
     """One node's connection, its reads one at a time (a connection serves one thread)."""
 
@@ -226,6 +232,10 @@ class _Kept:
             self.conn = SSHConnection(f"{self.name} (kept)", self.settings)
         except GpuhostError:
             self.failed = True
+        # a password is needed to log in, not to hold the connection: the keeper does not keep it
+        self.settings = _without_password(self.settings)
+        if self.conn is not None:
+            self.conn.settings = self.settings
 
     def ended(self, now: float) -> bool:
         if self.failed:

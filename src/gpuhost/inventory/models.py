@@ -95,11 +95,11 @@ class SSHConfig(_Model):
     use_agent: bool = Field(default=True, description="offer the keys of a running ssh-agent (SSH_AUTH_SOCK)")
     become: bool = Field(default=False, description="run every command as root through sudo -n (passwordless sudo)")
     persist: float = Field(
-        default=0,
+        default=60,
         ge=0,
         le=86400,
         description="seconds this user's gpuhost keeper holds the node's SSH connection open after its last use, "
-        "for the next run's remembered reads (as OpenSSH's ControlPersist); 0: off",
+        "for the next run's remembered reads (as OpenSSH's ControlPersist; 60 s, Ansible's default); 0: off",
     )
 
 

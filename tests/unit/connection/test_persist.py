@@ -103,3 +103,26 @@ def test_the_settings_a_run_sends_come_back_whole_with_host_keys_checked_strictl
     assert got == SSHSettings(
         **{**asdict(sent), "key_files": ("/k/a", "/k/b"), "host_key_policy": "strict", "jump": jump}
     )
+
+
+def test_the_keeper_logs_in_with_a_password_and_then_holds_none(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpuhost.connection import ssh
+
+    seen: list[SSHSettings] = []
+
+    class Connection:
+        def __init__(self, name: str, settings: SSHSettings) -> None:
+            seen.append(settings)
+            self.settings = settings
+
+    monkeypatch.setattr(ssh, "SSHConnection", Connection)
+    jump = SSHSettings(address="192.0.2.1", user="hop", password="jump-secret-1")
+    settings = SSHSettings(address="192.0.2.10", user="root", password="node-secret-1", jump=jump)
+    kept = persist._Kept("pve1", settings, 60)
+    kept.open()
+    assert seen[0].password == "node-secret-1"
+    assert seen[0].jump is not None and seen[0].jump.password == "jump-secret-1"
+    for held in (kept.settings, kept.conn.settings):  # type: ignore[union-attr]
+        assert held.password is None
+        assert held.jump is not None and held.jump.password is None
+        assert (held.address, held.user, held.jump.address) == ("192.0.2.10", "root", "192.0.2.1")

@@ -226,11 +226,10 @@ class _Kept:
 
     def open(self) -> None:
         from gpuhost.connection.ssh import SSHConnection
-        from gpuhost.errors import GpuhostError
 
         try:
             self.conn = SSHConnection(f"{self.name} (kept)", self.settings)
-        except GpuhostError:
+        except Exception:  # noqa: BLE001 - whatever stopped it, a connection not opened is not held, nor waited for
             self.failed = True
         # a password is needed to log in, not to hold the connection: the keeper does not keep it
         self.settings = _without_password(self.settings)

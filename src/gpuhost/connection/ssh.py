@@ -153,9 +153,10 @@ class SSHConnection(Connection):
             elif isinstance(exc, paramiko.AuthenticationException) or "No authentication methods" in text:
                 text = f"{text.rstrip('.')}: {auth_hint(s, keys)}"
             raise ConnectionFailed(self.name, text) from None
-        except OSError as exc:
+        except (OSError, EOFError) as exc:  # EOFError: the peer hung up mid-handshake (paramiko raises it as is)
             sock.close()
-            raise ConnectionFailed(self.name, str(exc)) from None
+            said = str(exc) or "the host closed the connection during the handshake"
+            raise ConnectionFailed(self.name, said) from None
         offered = client.get_transport().get_remote_server_key() if client.get_transport() else None
         if offered is not None and (offered.get_name(), offered.get_base64()) in revoked:
             _close_client(client)

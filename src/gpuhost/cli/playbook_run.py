@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from gpuhost.cli.flags import Preset, RunFlags
 from gpuhost.errors import InventoryError, UsageError
+
+if TYPE_CHECKING:
+    from gpuhost.inventory.loader import Inventory
+    from gpuhost.runner.early import EarlyReads
 
 InventoryOpt = typer.Option(
     ..., "-i", "--inventory", help="Inventory file (YAML).", exists=False, envvar="GPUHOST_INVENTORY", metavar="FILE"
@@ -126,10 +130,10 @@ def run_with_flags(
     return _run_and_report(book, inv, flags, extra_vars, extra_origins, record_drift=record_drift, early=early)
 
 
-def _send_early(inv: Any, playbook: Path, flags: RunFlags) -> Any:
+def _send_early(inv: Inventory, playbook: Path, flags: RunFlags) -> EarlyReads | None:
     """The remembered reads of nodes whose connection the keeper holds, sent now (:mod:`gpuhost.runner.early`):
-    they run on the nodes while the playbook loads and the roles expand. None when no node keeps one."""
-    if flags.list_hosts or flags.list_tasks or flags.list_tags or not any(n.ssh.persist for n in inv.nodes.values()):
+    they run on the nodes while the playbook loads and the roles expand. None when the run only lists."""
+    if flags.list_hosts or flags.list_tasks or flags.list_tags:
         return None
     from gpuhost.runner.early import EarlyReads
     from gpuhost.runner.remembered import cache_dir
@@ -170,7 +174,7 @@ def _run_and_report(
     extra_origins: dict[str, Any],
     *,
     record_drift: bool,
-    early: Any = None,
+    early: EarlyReads | None = None,
 ) -> int:
     import contextlib
 

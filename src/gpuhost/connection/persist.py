@@ -18,9 +18,10 @@ user checked (``SO_PEERCRED``), as OpenSSH's control sockets are kept. It holds 
 ``persist`` seconds pass without a read, or the connection ends, and exits when it holds none. A connection idle
 for longer than the node's ``ssh.keepalive`` must answer a keepalive within a few seconds before it is read
 over (a node that vanished leaves TCP open, unnoticed): else the run is told to read over its own. A kept
-connection is named by the node's address, its inventory ``ssh`` settings and the ``~/.ssh/config`` they
-are completed from (an edit of either opens a new one); its host key was checked when it was opened,
-against the node's known_hosts (strictly: a key is never recorded by the keeper).
+connection is named by the node's address, its inventory ``ssh`` settings, the ``~/.ssh/config`` they
+are completed from (an edit of either opens a new one) and the run's network namespace; its host key was checked
+when it was opened, against the node's known_hosts (strictly: a key is never recorded by the keeper), and the
+password it logged in with, if any, is dropped once it has.
 
 Protocol: one JSON line each way per Unix-socket connection. ``{"op": "keep", "id", "name", "settings",
 "persist"}`` → ``{"kept": true}``; ``{"op": "run", "id", "command", "timeout"}`` → ``{"held": false}`` or

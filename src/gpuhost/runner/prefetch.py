@@ -10,7 +10,6 @@ pass then finds every fact cached (a change invalidates the cache, as before).
 from __future__ import annotations
 
 import io
-import shlex
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -204,7 +203,9 @@ def fetch_nested(
 def nested_batch(own: list[str], nested: list[tuple[int, list[str]]], first: int = 0) -> str:
     """The one command :func:`fetch_nested` sends: ``own`` and each container's commands nested through
     ``pct exec``, the ``first`` of ``own`` finished before the others start."""
-    commands = own + [f"pct exec {ctid} -- sh -c {shlex.quote(batch_command(cmds))}" for ctid, cmds in nested]
+    from gpuhost.connection.pct import pct_command
+
+    commands = own + [pct_command(ctid, batch_command(cmds)) for ctid, cmds in nested]
     return batch_command(commands, first)
 
 

@@ -90,7 +90,8 @@ def save(path: Path, ctx: RunnerHost, last: Record | None = None) -> None:
 
     asked = {ctid: guest.asked()[0] for ctid, guest in sorted(ctx.lxc_guests().items())}
     node, first = ctx.asked()
-    if Record(node, first, {k: v for k, v in asked.items() if v}) == (load(path) if last is None else last):
+    previous = load(path) if last is None else last
+    if Record(node, first, {k: v for k, v in asked.items() if v}) == previous:
         return  # the same record (a converged run reads what the last one did): nothing to write
 
     def keep(commands: list[str]) -> list[str]:
@@ -101,7 +102,7 @@ def save(path: Path, ctx: RunnerHost, last: Record | None = None) -> None:
     if not node and not any(lxc.values()):
         return  # a run that read nothing (its tasks all filtered out) leaves the last record as it was
     doc: dict[str, Any] = {"schema": SCHEMA, "node": node, "first": first, "lxc": {k: v for k, v in lxc.items() if v}}
-    if load(path) == Record(node, first, {int(k): v for k, v in doc["lxc"].items()}):
+    if previous == Record(node, first, {int(k): v for k, v in doc["lxc"].items()}):
         return  # the same record once secret-bearing commands are left out
     usercache.write(path, json.dumps(doc).encode())
 

@@ -290,9 +290,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=5, help="measured rounds after one warm-up (default 5)")
     ap.add_argument("--only", default=",".join(ALL_SCENARIOS), help="comma list of scenarios")
     ap.add_argument("--json", action="store_true", help="print one JSON object")
+    ap.add_argument(
+        "--tools",
+        default=",".join(TOOLS + FLOORS),
+        help="comma list of tools to run (default: all; ratios need both of their tools)",
+    )
     ap.add_argument("--state-dir", type=Path, default=Path("/run/gpuhost-bench-converge"))
     args = ap.parse_args(argv)
     scenarios = [s for s in args.only.split(",") if s]
+    chosen = {t for t in args.tools.split(",") if t}
     log = sys.stderr if args.json else sys.stdout
 
     exes = {"pyinfra": pyinfra_exe()}
@@ -372,7 +378,8 @@ def main(argv: list[str] | None = None) -> int:
         runs: list[Run] = []
         for rnd in range(args.rounds + 1):
             for k, sc in enumerate(built):
-                tools = list(TOOLS) + (list(FLOORS) if sc.name in ("w1_1", "w1_16") else [])
+                tools = [t for t in TOOLS if t in chosen]
+                tools += [t for t in FLOORS if t in chosen and sc.name in ("w1_1", "w1_16")]
                 shift = (rnd + k) % len(tools)
                 for tool in tools[shift:] + tools[:shift]:
                     r = run_tool(tool, sc, exes, lab, known_hosts)

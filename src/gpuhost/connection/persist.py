@@ -25,7 +25,9 @@ password it logged in with, if any, is dropped once it has.
 
 Protocol: one JSON line each way per Unix-socket connection. ``{"op": "keep", "id", "name", "settings",
 "persist"}`` → ``{"kept": true}``; ``{"op": "run", "id", "command", "timeout"}`` → ``{"held": false}`` or
-``{"held": true, "exit", "stdout", "stderr"}`` (stdout in base64).
+``{"held": true, "exit", "stdout", "stderr"}`` (stdout in base64); ``{"op": "runs", "reads": [{"id", "command",
+"timeout"}, ...]}`` → one line per read as it finishes (the reads run at once), each a ``run`` answer with ``"i"``,
+the read's index, and the connection closed after the last.
 """
 
 from __future__ import annotations
@@ -41,14 +43,19 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from gpuhost.connection.read_shell import ReadShell
     from gpuhost.connection.settings import SSHSettings
     from gpuhost.connection.ssh import SSHConnection
     from gpuhost.inventory.models import NodeSpec
+
+#: a read over a kept connection: exit status, output, error output; None when the keeper could not answer
+Answer = tuple[int, bytes, str] | None
 
 SOCKET = "persist.sock"
 #: the keeper's process id, while it runs
@@ -98,8 +105,8 @@ def _network_namespace() -> list[int] | None:
 
 
 # -- a run's side ------------------------------------------------------------------------------
-def _ask(doc: dict[str, Any], wait: float | None) -> dict[str, Any] | None:
-    """The keeper's answer to ``doc``; None when no keeper answers (none runs, or it is not this user's)."""
+def _connected() -> socket.socket | None:
+    """A socket connected to this user's keeper; None when none answers (none runs, or it is not this user's)."""
     folder = runtime_dir()
     if not private(folder):
         return None
@@ -107,6 +114,18 @@ def _ask(doc: dict[str, Any], wait: float | None) -> dict[str, Any] | None:
     try:
         sock.settimeout(CONNECT_WAIT)
         sock.connect(str(folder / SOCKET))
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+def _ask(doc: dict[str, Any], wait: float | None) -> dict[str, Any] | None:
+    """The keeper's answer to ``doc``; None when no keeper answers (none runs, or it is not this user's)."""
+    sock = _connected()
+    if sock is None:
+        return None
+    try:
         sock.settimeout(wait)
         sock.sendall(json.dumps(doc).encode() + b"\n")
         data = _read_line(sock)
@@ -118,17 +137,58 @@ def _ask(doc: dict[str, Any], wait: float | None) -> dict[str, Any] | None:
     return answer if isinstance(answer, dict) else None
 
 
-def read(node: NodeSpec, command: str, timeout: float | None) -> tuple[int, bytes, str] | None:
+def read(node: NodeSpec, command: str, timeout: float | None) -> Answer:
     """The exit status, output and error output of ``command`` (read-only) run on ``node`` over the connection
     the keeper holds for it; None when it holds none (the caller runs the command itself)."""
     doc = {"op": "run", "id": identity(node), "command": command, "timeout": timeout}
     answer = _ask(doc, None if timeout is None else timeout + ANSWER_GRACE)
-    if answer is None or answer.get("held") is not True:
+    return None if answer is None else _answer(answer)
+
+
+def _answer(answer: dict[str, Any]) -> Answer:
+    """A ``run`` answer as a read's result; None when the keeper held no connection for it."""
+    if answer.get("held") is not True:
         return None
     try:
         return int(answer["exit"]), base64.b64decode(answer["stdout"], validate=True), str(answer["stderr"])
     except (KeyError, TypeError, ValueError):
         return None
+
+
+def read_all(reads: list[tuple[NodeSpec, str]], deliver: Callable[[int, Answer], None]) -> None:
+    """Each of ``reads`` (a node and a read-only command) run at once over the connections the keeper holds, in
+    one request: ``deliver(i, answer)`` is called as the ``i``-th read's answer comes (exit status, output, error
+    output), and with None for a read the keeper did not answer (it holds no connection to that node, or no keeper
+    answers). Returns when every read was delivered."""
+    done = [False] * len(reads)
+
+    def give(i: int, answer: Answer) -> None:
+        if 0 <= i < len(reads) and not done[i]:
+            done[i] = True
+            deliver(i, answer)
+
+    timeouts = [n.ssh.command_timeout for n, _c in reads]
+    doc = {
+        "op": "runs",
+        "reads": [{"id": identity(n), "command": c, "timeout": t} for (n, c), t in zip(reads, timeouts, strict=True)],
+    }
+    wait = None if None in timeouts else max((t for t in timeouts if t is not None), default=0.0) + ANSWER_GRACE
+    sock = _connected()
+    try:
+        if sock is not None and reads:
+            sock.settimeout(wait)
+            sock.sendall(json.dumps(doc).encode() + b"\n")
+            for line in _lines(sock):
+                answer = json.loads(line)
+                if isinstance(answer, dict) and isinstance(answer.get("i"), int):
+                    give(answer["i"], _answer(answer))
+    except (OSError, ValueError):
+        pass
+    finally:
+        if sock is not None:
+            sock.close()
+        for i in range(len(reads)):
+            give(i, None)
 
 
 def touch(nodes: list[NodeSpec]) -> list[bool]:
@@ -185,6 +245,17 @@ def _start(docs: list[dict[str, Any]]) -> None:
         pass
 
 
+def _lines(sock: socket.socket) -> Iterator[bytes]:
+    """The lines ``sock`` sends, each as it is complete, until it closes."""
+    rest = b""
+    while True:
+        data = sock.recv(65536)
+        if not data:
+            return
+        *whole, rest = (rest + data).split(b"\n")
+        yield from (line for line in whole if line)
+
+
 def _read_line(sock: socket.socket) -> bytes:
     chunks: list[bytes] = []
     while True:
@@ -221,6 +292,8 @@ class _Kept:
         self.name, self.settings, self.persist = name, settings, persist
         self.probe_wait = min(settings.connect_timeout, PROBE_WAIT)
         self.conn: SSHConnection | None = None
+        self.shell: ReadShell | None = None
+        self.no_shell = False
         self.failed = False
         self.used = time.monotonic()
         self.lock = threading.Lock()
@@ -256,18 +329,43 @@ class _Kept:
             if time.monotonic() - self.used > self.settings.keepalive and not conn.answers(self.probe_wait):
                 self.failed = True  # a node that went away without a word: the run connects (and says so) itself
                 return {"held": False}
-            sink = io.BytesIO()
-            try:
-                result = conn.run(command, check=False, timeout=timeout, stdout_sink=sink)
-            except GpuhostError:
-                self.failed = True
-                return {"held": False}
+            answer = self._in_shell(conn, command, timeout)
+            if answer is None:
+                sink = io.BytesIO()
+                try:
+                    result = conn.run(command, check=False, timeout=timeout, stdout_sink=sink)
+                except GpuhostError:
+                    self.failed = True
+                    return {"held": False}
+                answer = result.exit_code, sink.getvalue(), result.stderr
             self.used = time.monotonic()
-        out = base64.b64encode(sink.getvalue()).decode()
-        return {"held": True, "exit": result.exit_code, "stdout": out, "stderr": result.stderr}
+        code, stdout, stderr = answer
+        return {"held": True, "exit": code, "stdout": base64.b64encode(stdout).decode(), "stderr": stderr}
+
+    def _in_shell(self, conn: SSHConnection, command: str, timeout: float | None) -> tuple[int, bytes, str] | None:
+        """The read run in the node's kept shell (:mod:`gpuhost.connection.read_shell`, started on first use);
+        None when no shell could run it (the read then goes as a command of its own, and the next read starts
+        a new shell)."""
+        from gpuhost.connection.read_shell import ReadShell
+        from gpuhost.errors import GpuhostError
+
+        if self.no_shell:
+            return None
+        if self.shell is None or self.shell.ended:
+            try:
+                self.shell = ReadShell(conn)
+            except GpuhostError:
+                self.no_shell = True
+                return None
+        answer = self.shell.run(command, timeout)
+        if answer is None and not self.shell.answered:
+            self.no_shell = True  # a node whose shell never answered a read: its reads go as commands of their own
+        return answer
 
     def close(self) -> None:
         with self.lock:
+            if self.shell is not None:
+                self.shell.close()
             if self.conn is not None:
                 self.conn.close()
 
@@ -323,6 +421,27 @@ class Keeper:
             kept.close()
         return held
 
+    def runs(self, reads: list[Any], client: socket.socket) -> None:
+        """Each read run at once (on its node's connection), its answer sent with its index as it finishes."""
+        sending = threading.Lock()
+
+        def one(i: int, doc: Any) -> None:
+            try:
+                answer = {"i": i, **self.answer({**doc, "op": "run"})}
+            except (ValueError, KeyError, TypeError):
+                answer = {"i": i, "held": False}
+            with sending:
+                try:
+                    client.sendall(json.dumps(answer).encode() + b"\n")
+                except OSError:
+                    pass  # the run went away; its reads still end
+
+        threads = [threading.Thread(target=one, args=(i, d), daemon=True) for i, d in enumerate(reads)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
     def serve_one(self, client: socket.socket) -> None:
         with client:
             try:
@@ -332,6 +451,9 @@ class Keeper:
                 client.settimeout(10.0)
                 doc = json.loads(_read_line(client))
                 client.settimeout(None)
+                if isinstance(doc, dict) and doc.get("op") == "runs" and isinstance(doc.get("reads"), list):
+                    self.runs(doc["reads"], client)
+                    return
                 answer = self.answer(doc) if isinstance(doc, dict) else {"error": "not a request"}
                 client.sendall(json.dumps(answer).encode() + b"\n")
             except (OSError, ValueError, KeyError, TypeError):

@@ -340,7 +340,7 @@ class SSHConnection(Connection):
         stdout = b"".join(out_chunks).decode(errors="replace")
         if watch.timed_out:
             if session is not None:
-                self._kill_session(*session)
+                self.kill_session(*session)
             return CommandResult(
                 command,
                 TIMEOUT_EXIT,
@@ -363,7 +363,7 @@ class SSHConnection(Connection):
             raise ConnectionFailed(self.name, f"connection lost while running a command: {failure or 'no exit status'}")
         return CommandResult(command, code, stdout, stderr, time.monotonic() - start)
 
-    def _kill_session(self, sid: str, start: str) -> None:
+    def kill_session(self, sid: str, start: str) -> None:
         """Kill what a timed-out command left running (its session, see :mod:`remote_kill`); best effort."""
         try:
             chan = self._transport().open_session(timeout=self.settings.connect_timeout)
@@ -385,16 +385,21 @@ class SSHConnection(Connection):
         return "sudo -n -H -- sh -c " + shlex.quote(command)
 
     def hold(self, command: str | Sequence[str]) -> Held:
+        chan = self.open_channel(to_shell(command))
+        self.commands_run += 1
+        return _HeldChannel(self.name, chan)
+
+    def open_channel(self, command: str) -> paramiko.Channel:
+        """A session running ``command`` (through ``sudo -n`` with ``become``), for a caller that speaks to it."""
         transport = self._transport()
         s = self.settings
         try:
             chan = transport.open_session(timeout=s.keepalive * s.keepalive_count)
-            chan.exec_command(self._wire(to_shell(command)))
+            chan.exec_command(self._wire(command))
         except (paramiko.SSHException, OSError, EOFError) as exc:
             raise ConnectionFailed(self.name, f"cannot open a channel: {exc}") from None
-        self.commands_run += 1
         self.sessions_opened += 1
-        return _HeldChannel(self.name, chan)
+        return chan
 
     def _lost_if(self, watch: Watchdog, transport: paramiko.Transport) -> None:
         """A dead peer: drop the session, so later calls fail at once (reconnect() starts a new one)."""

@@ -45,26 +45,37 @@ def kept_reader(node: NodeSpec) -> Callable[[str], tuple[int, bytes, str] | None
     """How a read-only command is sent to ``node``'s kept connection (``ssh.persist``,
     :mod:`gpuhost.connection.persist`): its exit status, output and error output, or None when the keeper holds
     no connection to the node (the run then reads over its own). None when the node keeps none."""
-    if node.connection != "ssh" or not node.ssh.persist:
+    if not persists(node):
         return None
 
     def via(command: str) -> tuple[int, bytes, str] | None:
-        import logging
         import time
 
         from gpuhost.connection import persist
-        from gpuhost.connection.base import remote_log
 
         start = time.monotonic()
         answer = persist.read(node, command, node.ssh.command_timeout)
-        if answer is None:
-            return None
-        if remote_log.isEnabledFor(logging.DEBUG):
-            extra = {"host": node.name, "command": command, "exit_code": answer[0]}
-            remote_log.debug("%s", command, extra={**extra, "duration": time.monotonic() - start})
+        log_kept_read(node, command, answer, start)
         return answer
 
     return via
+
+
+def persists(node: NodeSpec) -> bool:
+    """Whether ``node``'s connection is kept between runs (``ssh.persist``, over SSH)."""
+    return node.connection == "ssh" and bool(node.ssh.persist)
+
+
+def log_kept_read(node: NodeSpec, command: str, answer: tuple[int, bytes, str] | None, start: float) -> None:
+    """``--log``'s line for a read the keeper answered (sent at ``start``, monotonic); nothing for one it did not."""
+    import logging
+    import time
+
+    from gpuhost.connection.base import remote_log
+
+    if answer is not None and remote_log.isEnabledFor(logging.DEBUG):
+        extra = {"host": node.name, "command": command, "exit_code": answer[0]}
+        remote_log.debug("%s", command, extra={**extra, "duration": time.monotonic() - start})
 
 
 def keep_connections(nodes: list[NodeSpec]) -> None:
@@ -74,7 +85,7 @@ def keep_connections(nodes: list[NodeSpec]) -> None:
     from gpuhost.connection import persist
     from gpuhost.errors import GpuhostError
 
-    persisting = [n for n in nodes if n.connection == "ssh" and n.ssh.persist]
+    persisting = [n for n in nodes if persists(n)]
     if not persisting:
         return
     wanted: list[tuple[NodeSpec, SSHSettings]] = []

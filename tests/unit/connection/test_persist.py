@@ -3,9 +3,12 @@ for a node it does not hold, and the settings a run hands it (the host key alway
 
 from __future__ import annotations
 
+import base64
 import os
+import socket
 import subprocess
 import sys
+import threading
 from dataclasses import asdict
 from pathlib import Path
 
@@ -126,3 +129,53 @@ def test_the_keeper_logs_in_with_a_password_and_then_holds_none(monkeypatch: pyt
         assert held.password is None
         assert held.jump is not None and held.jump.password is None
         assert (held.address, held.user, held.jump.address) == ("192.0.2.10", "root", "192.0.2.1")
+
+
+class _HeldRead:
+    """A held connection whose read waits until ``after`` is set (at most 10 s), and says whether it was."""
+
+    def __init__(self, output: bytes, after: threading.Event | None = None) -> None:
+        self.output, self.after = output, after
+
+    def run(self, command: str, timeout: float | None) -> dict:
+        waited = b"" if self.after is None else b"after:" if self.after.wait(10) else b"alone:"
+        stdout = base64.b64encode(waited + self.output + command.encode()).decode()
+        return {"held": True, "exit": 0, "stdout": stdout, "stderr": ""}
+
+
+def test_reads_sent_in_one_request_are_run_at_once_and_each_answered_as_it_finishes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    folder = persist.runtime_dir()
+    folder.mkdir(mode=0o700)
+    slow, fast = node(), NodeSpec.model_validate({"name": "pve2", "address": "127.0.0.2", "ssh": {"persist": 60}})
+    gone = NodeSpec.model_validate({"name": "pve3", "address": "127.0.0.3", "ssh": {"persist": 60}})
+    fast_came = threading.Event()
+    keeper = persist.Keeper()
+    # the first read finishes only once the second's answer reached the run: run one after the other, it would not
+    keeper.kept[persist.identity(slow)] = _HeldRead(b"slow:", after=fast_came)  # type: ignore[assignment]
+    keeper.kept[persist.identity(fast)] = _HeldRead(b"fast:")  # type: ignore[assignment]
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(folder / persist.SOCKET))
+    server.listen(1)
+    threading.Thread(target=lambda: keeper.serve_one(server.accept()[0]), daemon=True).start()
+    came: list[tuple[int, object]] = []
+
+    def deliver(i: int, answer: object) -> None:
+        came.append((i, answer))
+        if i == 1:
+            fast_came.set()
+
+    persist.read_all([(slow, "cat /a"), (fast, "cat /b"), (gone, "cat /c")], deliver)
+    server.close()
+    assert came[-1] == (0, (0, b"after:slow:cat /a", ""))
+    assert sorted(came[:-1], key=lambda c: c[0]) == [(1, (0, b"fast:cat /b", "")), (2, None)]
+
+
+def test_reads_no_keeper_answers_are_each_delivered_as_not_answered(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(tmp_path))
+    (tmp_path / "gpuhost").mkdir(mode=0o700)
+    came: list[tuple[int, object]] = []
+    persist.read_all([(node(), "true"), (node(), "false")], lambda i, answer: came.append((i, answer)))
+    assert came == [(0, None), (1, None)]

@@ -30,61 +30,85 @@ def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
             json.dumps({"schema": remembered.SCHEMA, "node": [f"cat /etc/{name}"], "first": [], "lxc": {}})
         )
         record.chmod(0o600)
-    asked: list[tuple[str, str]] = []
-
-    def kept_reader(node):
-        if not node.ssh.persist:
-            return None
-
-        def read(command: str):
-            asked.append((node.name, command))
-            return 0, f"read on {node.name}".encode(), ""
-
-        return read
-
-    monkeypatch.setattr("gpuhost.runner.connect.kept_reader", kept_reader)
-    return inventory, playbook, cache, asked
+    return inventory, playbook, cache
 
 
-def test_each_persisting_node_with_a_record_that_limit_keeps_is_read_early(setup) -> None:
-    inventory, playbook, cache, asked = setup
+def keeper(monkeypatch: pytest.MonkeyPatch, answers: dict[str, early.Answer], gate: threading.Event | None = None):
+    """persist.read_all as a keeper holding the nodes in ``answers`` would answer (after ``gate``, when given);
+    returns the requests it was sent, each a list of (node, command)."""
+    requests: list[list[tuple[str, str]]] = []
+
+    def read_all(reads, deliver) -> None:
+        requests.append([(n.name, c) for n, c in reads])
+        if gate is not None:
+            gate.wait(5)
+        for i, (n, _c) in enumerate(reads):
+            deliver(i, answers.get(n.name))
+
+    monkeypatch.setattr("gpuhost.connection.persist.read_all", read_all)
+    return requests
+
+
+def test_each_persisting_node_with_a_record_that_limit_keeps_is_read_early_in_one_request(setup, monkeypatch) -> None:
+    inventory, playbook, cache = setup
+    requests = keeper(monkeypatch, {})
     sent = early.EarlyReads()
     sent.send(inventory, playbook, cache, "all:!d")
-    for s in sent._sent.values():
-        s.thread.join()
+    assert sent._thread is not None
+    sent._thread.join(5)
     command = remembered.command_of(remembered.Record(["cat /etc/a"], [], {}))
-    assert asked == [("a", command)]
-
-
-def test_the_run_takes_the_early_answer_once_for_that_command_and_reads_anything_else() -> None:
-    later: list[str] = []
-    gate = threading.Event()
-
-    def slow(command: str):
-        gate.wait(5)
-        return 0, b"early", ""
-
+    assert requests == [[("a", command)]]
     sent = early.EarlyReads()
-    sent._sent["a"] = early._Sent("batch", slow)
+    sent.send(inventory, playbook, cache, None)
+    assert sent._thread is not None
+    sent._thread.join(5)
+    d = remembered.command_of(remembered.Record(["cat /etc/d"], [], {}))
+    assert requests[1] == [("a", command), ("d", d)]  # b keeps no connection, c has no record
 
-    def kept(command: str):
+
+def test_the_run_takes_the_early_answer_once_for_that_command_and_reads_anything_else(setup, monkeypatch) -> None:
+    inventory, playbook, cache = setup
+    gate = threading.Event()
+    keeper(monkeypatch, {"a": (0, b"early", "")}, gate)
+    batch = remembered.command_of(remembered.Record(["cat /etc/a"], [], {}))
+    later: list[str] = []
+
+    def kept(command: str) -> early.Answer:
         later.append(command)
         return 0, b"later", ""
 
+    sent = early.EarlyReads()
+    sent.send(inventory, playbook, cache, None)
     read = sent.reader("a", kept)
     assert read is not None
     assert read("other") == (0, b"later", "")
     gate.set()
-    assert read("batch") == (0, b"early", "")  # waited for the answer sent early
-    assert read("batch") == (0, b"later", "")  # once: asked again, it is read again
-    assert later == ["other", "batch"]
+    assert read(batch) == (0, b"early", "")  # waited for the answer sent early
+    assert read(batch) == (0, b"later", "")  # once: asked again, it is read again
+    assert later == ["other", batch]
     assert sent.reader("b", kept) is kept  # nothing was sent for b
+    assert sent.reader("a", kept) is kept  # a's early read was taken
 
 
-def test_an_early_read_the_keeper_could_not_answer_is_not_asked_of_it_again() -> None:
+def test_an_early_read_the_keeper_could_not_answer_is_not_asked_of_it_again(setup, monkeypatch) -> None:
+    inventory, playbook, cache = setup
+    keeper(monkeypatch, {})  # the keeper holds no connection to any node
+    batch = remembered.command_of(remembered.Record(["cat /etc/a"], [], {}))
     asked: list[str] = []
     sent = early.EarlyReads()
-    sent._sent["a"] = early._Sent("batch", lambda command: None)
+    sent.send(inventory, playbook, cache, None)
     read = sent.reader("a", lambda command: asked.append(command) or (0, b"kept", ""))
-    assert read is not None and read("batch") is None  # the run reads it over its own connection
+    assert read is not None and read(batch) is None  # the run reads it over its own connection
     assert asked == []
+
+
+def test_no_keeper_at_all_answers_each_early_read_with_none(setup, tmp_path: Path, monkeypatch) -> None:
+    inventory, playbook, cache = setup
+    run = tmp_path / "run"
+    run.mkdir(mode=0o700)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(run))  # no keeper listens there
+    batch = remembered.command_of(remembered.Record(["cat /etc/d"], [], {}))
+    sent = early.EarlyReads()
+    sent.send(inventory, playbook, cache, None)
+    read = sent.reader("d", lambda command: (0, b"kept", ""))
+    assert read is not None and read(batch) is None

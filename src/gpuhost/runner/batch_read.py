@@ -15,8 +15,8 @@ def read_batch(conn: Connection, commands: list[str]) -> list[CommandResult]:
     """Read-only commands run at once in one round trip (:func:`gpuhost.runner.prefetch.batch_command`), each
     result as if run by itself; one the batch could not return is run on its own."""
     sink = io.BytesIO()
-    conn.run(batch_command(commands), check=False, stdout_sink=sink)
-    found = parse_batch(commands, sink.getvalue())
+    result = conn.run(batch_command(commands), check=False, stdout_sink=sink)
+    found = parse_batch(commands, sink.getvalue(), result.stderr.encode())
     return [r if r is not None else conn.run(c, check=False) for c, r in zip(commands, found, strict=True)]
 
 

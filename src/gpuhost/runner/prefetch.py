@@ -10,7 +10,9 @@ pass then finds every fact cached (a change invalidates the cache, as before).
 from __future__ import annotations
 
 import io
+import secrets
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from gpuhost.core.facts import Fact
@@ -25,6 +27,8 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 MAX_ROUNDS = 4
 _MARK = "@@gpuhost-fact@@"
+#: this process's frame marker (:func:`batch_command`)
+_NONCE = secrets.token_hex(12)
 
 
 class LiveFact(Exception):
@@ -76,35 +80,100 @@ class Recorder:
         return self.host.render_template(name, extra)
 
 
-def batch_command(commands: list[str], first: int = 0) -> str:
-    """One script running the commands at once, each in a subshell of its own (facts are read-only
-    probes; on a lab node or a real host several are slow programs, pveversion, proxmox-boot-tool,
-    systemctl, so waiting for each in turn costs their sum). The ``first`` leading commands run (at once)
-    and finish before the others start. After all finish it prints a marker line with the exit codes, the
-    byte size of every output and error file, then the files themselves: three programs (mktemp, stat, cat)
-    however many facts, where encoding each file cost a few per fact."""
+def batch_command(commands: list[str], first: int = 0, *, level: int = 0) -> str:
+    """One script running the commands, the ``first`` leading ones (at once) before the others.
+
+    Slow programs (pveversion, proxmox-boot-tool, systemctl on a real host) run at once, each in a subshell of its
+    own writing into files of a temporary folder, since waiting for each in turn costs their sum; after they finish
+    the script prints a marker line with their exit codes, the byte size of every output and error file, then the
+    files themselves (three programs more: mktemp, stat, cat). Quick reads (:func:`gpuhost.facts.quick.is_quick`),
+    and a batch with at most one slow program, run in turn instead, with no folder: each in a subshell of its own,
+    its output and error output framed by a line before and after on the script's own streams (the one after
+    carries its exit code). A frame's line holds this process's nonce and the nesting ``level`` (a container's
+    batch inside the node's is level 1), put together by ``printf``: neither the script's text nor any file the
+    node held before the read shows it, so no output ends a frame early."""
     n = len(commands)
-    parts = ["d=$(mktemp -d) || exit 1; trap 'rm -rf -- \"$d\"' EXIT"]
-    for i, cmd in enumerate(commands):
-        if i == first and first:
-            parts += [f'wait "$p{k}"; r{k}=$?' for k in range(first)]
-        parts.append(f'( {cmd}\n) >"$d/o{i}" 2>"$d/e{i}" </dev/null & p{i}=$!')
-    parts += [f'wait "$p{i}"; r{i}=$?' for i in (range(first, n) if 0 < first < n else range(n))]
-    names = " ".join(f"o{i} e{i}" for i in range(n))
-    codes = " ".join(f"$r{i}" for i in range(n))
-    parts += ['cd "$d" || exit 1', f'printf "{_MARK} %s\\n" "{codes}"', f"stat -c %s {names}", f"cat {names}"]
+    background = _background(commands)
+    phases = [range(first), range(first, n)] if 0 < first < n else [range(n)]
+    parts = ["d=$(mktemp -d) || exit 1; trap 'rm -rf -- \"$d\"' EXIT"] if background else []
+    a, b = _nonce(level)
+    for phase in phases:
+        for i in phase:
+            if i in background:
+                parts.append(f'( {commands[i]}\n) >"$d/o{i}" 2>"$d/e{i}" </dev/null & p{i}=$!')
+        for i in phase:
+            if i not in background:
+                mark = f"{a} {b} {i}"
+                parts.append(
+                    f"printf '%s%s %s\\n' {mark}; printf '%s%s %s\\n' {mark} >&2; ( {commands[i]}\n) </dev/null;"
+                    f" printf '\\n%s%s %s %s\\n' {mark} \"$?\"; printf '\\n%s%s %s\\n' {mark} >&2"
+                )
+        parts += [f'wait "$p{i}"; r{i}=$?' for i in phase if i in background]
+    if background:
+        names = " ".join(f"o{i} e{i}" for i in background)
+        codes = " ".join(f"$r{i}" for i in background)
+        parts += ['cd "$d" || exit 1', f'printf "{_MARK} %s\\n" "{codes}"', f"stat -c %s {names}", f"cat {names}"]
     return "\n".join(parts)
 
 
-def parse_batch(commands: list[str], stdout: bytes) -> list[CommandResult | None]:
+def _background(commands: list[str]) -> list[int]:
+    """The commands :func:`batch_command` runs at once, in the background: the slow ones, when there are two or
+    more (a single slow one costs no more in turn)."""
+    from gpuhost.facts.quick import is_quick
+
+    slow = [i for i, c in enumerate(commands) if not is_quick(c)]
+    return slow if len(slow) > 1 else []
+
+
+@lru_cache(maxsize=8)
+def _nonce(level: int) -> tuple[str, str]:
+    """The two halves of this process's frame marker at nesting ``level`` (the same for every batch it builds, so
+    a read sent early and the run's own are the same command)."""
+    return _NONCE[:8], f"{_NONCE[8:]}L{level}"
+
+
+def parse_batch(commands: list[str], stdout: bytes, stderr: bytes, *, level: int = 0) -> list[CommandResult | None]:
     """The results :func:`batch_command` printed, in the order of ``commands`` (None: not read)."""
-    frames = _frames(len(commands), stdout)
+    frames = _frames(commands, stdout, stderr, level=level)
     return [None if f is None else _result(cmd, f) for cmd, f in zip(commands, frames, strict=True)]
 
 
-def _frames(n: int, stdout: bytes) -> list[tuple[int, bytes, bytes] | None]:
-    """Exit code, stdout and stderr bytes of each of the ``n`` commands :func:`batch_command` ran (None: not read)."""
-    out: list[tuple[int, bytes, bytes] | None] = [None] * n
+Frame = tuple[int, bytes, bytes]
+
+
+def _frames(commands: list[str], stdout: bytes, stderr: bytes, *, level: int = 0) -> list[Frame | None]:
+    """Exit code, stdout and stderr bytes of each of ``commands`` as :func:`batch_command` ran them (None: not
+    read)."""
+    n = len(commands)
+    background = _background(commands)
+    out: list[Frame | None] = [None] * n
+    marker = "".join(_nonce(level)).encode()
+    pos = err_pos = 0
+    for i in range(n):  # in turn, in the order they ran
+        if i in background:
+            continue
+        head = marker + b" %d\n" % i
+        tail = b"\n" + marker + b" %d " % i
+        start, err_start = stdout.find(head, pos), stderr.find(head, err_pos)
+        end = stdout.find(tail, start + len(head)) if start >= 0 else -1
+        line_end = stdout.find(b"\n", end + len(tail)) if end >= 0 else -1
+        err_end = stderr.find(b"\n" + marker + b" %d\n" % i, err_start + len(head)) if err_start >= 0 else -1
+        if line_end < 0 or err_end < 0:
+            break  # cut off here: what follows was not read
+        code = stdout[end + len(tail) : line_end]
+        if code.isdigit():
+            out[i] = (int(code), stdout[start + len(head) : end], stderr[err_start + len(head) : err_end])
+        pos, err_pos = line_end + 1, err_end + len(head) + 1
+    if background:
+        for i, frame in zip(background, _sized(len(background), stdout[pos:]), strict=True):
+            out[i] = frame
+    return out
+
+
+def _sized(n: int, stdout: bytes) -> list[Frame | None]:
+    """The ``n`` background commands' frames: a marker line with their exit codes, each output and error file's
+    size, then the files."""
+    out: list[Frame | None] = [None] * n
     start = stdout.find(_MARK.encode() + b" ")
     if start < 0 or (start > 0 and stdout[start - 1 : start] != b"\n"):
         return out
@@ -129,7 +198,7 @@ def _frames(n: int, stdout: bytes) -> list[tuple[int, bytes, bytes] | None]:
 
 def _fetch(host: RunnerHost, keys: list[tuple[Any, ...]]) -> None:
     commands = [key[0].command(*key[1:]) for key in keys]
-    for key, res in zip(keys, parse_batch(commands, _run_batch(host, batch_command(commands))), strict=True):
+    for key, res in zip(keys, parse_batch(commands, *_run_batch(host, batch_command(commands))), strict=True):
         if res is not None:
             host.store_result(key, res)
 
@@ -140,14 +209,15 @@ def _nested_ctid(host: RunnerHost, target: RunnerHost) -> int | None:
     return target.lxc_id if target.parent is host else None
 
 
-def _run_batch(host: RunnerHost, command: str) -> bytes:
-    """The output of a batch of reads on ``host``: over its kept connection when one answers, else its own."""
+def _run_batch(host: RunnerHost, command: str) -> tuple[bytes, bytes]:
+    """The output and error output of a batch of reads on ``host``: over its kept connection when one answers,
+    else its own."""
     kept = host.kept_read(command)
     if kept is not None:
-        return kept[1]
+        return kept[1], kept[2].encode()
     sink = io.BytesIO()
-    host.conn.run(command, check=False, stdout_sink=sink)
-    return sink.getvalue()
+    result = host.conn.run(command, check=False, stdout_sink=sink)
+    return sink.getvalue(), result.stderr.encode()
 
 
 def _fetch_round(host: RunnerHost, wanted: list[tuple[RunnerHost, list[tuple[Any, ...]]]]) -> None:
@@ -190,12 +260,12 @@ def fetch_nested(
     """Host's ``own`` commands and each container's (``(ctid, commands)``, run inside host's batch through
     ``pct exec``) in one command, the ``first`` of ``own`` finished before the others start; their results in
     order (None: not read, as every command of a container that is not running)."""
-    out = _run_batch(host, nested_batch(own, nested, first))
-    frames = _frames(len(own) + len(nested), out)
+    commands = _nested_commands(own, nested)
+    frames = _frames(commands, *_run_batch(host, batch_command(commands, first)))
     found = [None if f is None else _result(cmd, f) for cmd, f in zip(own, frames, strict=False)]
     inside: list[Results] = []
     for (_ctid, cmds), frame in zip(nested, frames[len(own) :], strict=True):
-        subs = _frames(len(cmds), frame[1]) if frame is not None else [None] * len(cmds)
+        subs = _frames(cmds, frame[1], frame[2], level=1) if frame is not None else [None] * len(cmds)
         inside.append([None if f is None else _result(c, f) for c, f in zip(cmds, subs, strict=True)])
     return found, inside
 
@@ -203,10 +273,14 @@ def fetch_nested(
 def nested_batch(own: list[str], nested: list[tuple[int, list[str]]], first: int = 0) -> str:
     """The one command :func:`fetch_nested` sends: ``own`` and each container's commands nested through
     ``pct exec``, the ``first`` of ``own`` finished before the others start."""
+    return batch_command(_nested_commands(own, nested), first)
+
+
+def _nested_commands(own: list[str], nested: list[tuple[int, list[str]]]) -> list[str]:
+    """``own``, then each container's batch (at level 1) through ``pct exec``."""
     from gpuhost.connection.pct import pct_command
 
-    commands = own + [pct_command(ctid, batch_command(cmds)) for ctid, cmds in nested]
-    return batch_command(commands, first)
+    return own + [pct_command(ctid, batch_command(cmds, level=1)) for ctid, cmds in nested]
 
 
 def _result(command: str, frame: tuple[int, bytes, bytes]) -> CommandResult:

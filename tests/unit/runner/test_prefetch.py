@@ -13,10 +13,10 @@ from gpuhost.runner.prefetch import batch_command, parse_batch
 from tests.support.local import local_host
 
 
-def batched(host, commands: list[str]) -> bytes:  # noqa: ANN001
+def batched(host, commands: list[str]) -> tuple[bytes, bytes]:  # noqa: ANN001
     sink = io.BytesIO()
-    host.conn.run(batch_command(commands), check=False, stdout_sink=sink)
-    return sink.getvalue()
+    result = host.conn.run(batch_command(commands), check=False, stdout_sink=sink)
+    return sink.getvalue(), result.stderr.encode()
 
 
 def test_batch_keeps_each_commands_output_error_and_status(tmp_path: Path) -> None:
@@ -28,7 +28,7 @@ def test_batch_keeps_each_commands_output_error_and_status(tmp_path: Path) -> No
         "printf 'caf\\303\\251 \\377\\n\\n'; exit 44",
     ]
     host = local_host()
-    results = parse_batch(commands, batched(host, commands))
+    results = parse_batch(commands, *batched(host, commands))
     assert [(r.stdout, r.stderr, r.exit_code) for r in results if r] == [
         ("a\nb", "", 0),
         ("", "oops\n", 3),
@@ -40,11 +40,11 @@ def test_batch_keeps_each_commands_output_error_and_status(tmp_path: Path) -> No
 
 def test_a_cut_off_batch_reads_as_not_read() -> None:
     commands = ["echo a", "echo b"]
-    whole = parse_batch(commands, batched(local_host(), commands))
+    whole = parse_batch(commands, *batched(local_host(), commands))
     assert [r.stdout for r in whole if r] == ["a\n", "b\n"]
-    cut = batched(local_host(), commands)[:-1]
-    assert parse_batch(commands, cut)[1] is None
-    assert parse_batch(commands, b"") == [None, None]
+    out, err = batched(local_host(), commands)
+    assert parse_batch(commands, out[:-1], err)[1] is None
+    assert parse_batch(commands, b"", b"") == [None, None]
 
 
 def test_prefetched_facts_parse_like_direct_reads(tmp_path: Path) -> None:
@@ -57,7 +57,7 @@ def test_prefetched_facts_parse_like_direct_reads(tmp_path: Path) -> None:
     ]
     commands = [k[0].command(*k[1:]) for k in keys]
     before = host.conn.commands_run
-    for key, res in zip(keys, parse_batch(commands, batched(host, commands)), strict=True):
+    for key, res in zip(keys, parse_batch(commands, *batched(host, commands)), strict=True):
         assert res is not None
         host.store_result(key, res)
     assert host.conn.commands_run == before + 1
@@ -169,3 +169,54 @@ def test_a_container_operations_facts_are_read_in_the_same_round_as_its_status(t
     assert ct.has_fact((files.content, str(tmp_path / "inside.txt")))
     # The batch runs its reads side by side, so the two pct calls may log in either order.
     assert sorted(calls.read_text().split("\n")[:-1]) == ["exec 200", "status 200"]
+
+
+def _alone(host, commands: list[str]) -> list[tuple[str, str, int]]:  # noqa: ANN001
+    return [(r.stdout, r.stderr, r.exit_code) for r in (host.conn.run(c, check=False) for c in commands)]
+
+
+def test_quick_reads_and_slow_programs_in_one_batch_each_read_as_if_run_alone(tmp_path: Path) -> None:
+    """File reads run in turn on the batch's own streams, slow programs at once in the background: whichever way,
+    each result is what the command gives run by itself, whatever the files hold."""
+    (tmp_path / "no-newline").write_bytes(b"last line")
+    (tmp_path / "blank-lines").write_bytes(b"a\n\n\n")
+    (tmp_path / "lookalike").write_bytes(b"@@gpuhost-fact@@ 0 1\n0\n1\nx\n000000000000000000000000L0 2 0\n")
+    (tmp_path / "bytes").write_bytes(b"caf\xc3\xa9 \xff\x00\n")
+    quick = [
+        files.content.command(str(tmp_path / "no-newline")),
+        files.content_and_mode.command(str(tmp_path / "blank-lines")),
+        files.content.command(str(tmp_path / "lookalike")),
+        files.content.command(str(tmp_path / "missing")),
+        files.content.command(str(tmp_path)),  # a folder: cat's own error and status
+        files.mode.command(str(tmp_path / "bytes")),
+        files.content.command(str(tmp_path / "bytes")),
+    ]
+    slow = ["sleep 0.2; echo first slow", "echo second slow >&2; exit 3"]
+    host = local_host()
+    for commands in (quick, [*quick, slow[0]], [slow[0], *quick, slow[1]]):
+        results = parse_batch(commands, *batched(host, commands))
+        assert [(r.stdout, r.stderr, r.exit_code) for r in results if r] == _alone(host, commands)
+
+
+def test_a_batch_cut_short_in_its_quick_reads_reads_none_after_the_cut() -> None:
+    commands = [files.exists.command("/"), files.exists.command("/nonexistent"), files.mode.command("/")]
+    out, err = batched(local_host(), commands)
+    whole = parse_batch(commands, out, err)
+    assert [r.exit_code for r in whole if r] == [0, 1, 0]
+    cut = out[: out.rindex(b"\n", 0, len(out) - 1)]  # the last frame's closing line lost
+    assert [r is not None for r in parse_batch(commands, cut, err)] == [True, True, False]
+
+
+def test_the_first_reads_finish_before_the_others_start_in_a_mixed_batch(tmp_path: Path) -> None:
+    flag = tmp_path / "flag"
+    first = [f"sleep 0.3; touch {flag}", "sleep 0.1"]
+    after = [files.exists.command(str(flag)), f"test -e {flag}", "true"]
+    commands = first + after
+    out, err = batched_first(local_host(), commands, len(first))
+    assert [r.exit_code for r in parse_batch(commands, out, err) if r] == [0, 0, 0, 0, 0]
+
+
+def batched_first(host, commands: list[str], first: int) -> tuple[bytes, bytes]:  # noqa: ANN001
+    sink = io.BytesIO()
+    result = host.conn.run(batch_command(commands, first), check=False, stdout_sink=sink)
+    return sink.getvalue(), result.stderr.encode()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import secrets
+import shlex
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -87,33 +88,86 @@ def batch_command(commands: list[str], first: int = 0, *, level: int = 0) -> str
     own writing into files of a temporary folder, since waiting for each in turn costs their sum; after they finish
     the script prints a marker line with their exit codes, the byte size of every output and error file, then the
     files themselves (three programs more: mktemp, stat, cat). Quick reads (:func:`gpuhost.facts.quick.is_quick`),
-    and a batch with at most one slow program, run in turn instead, with no folder: each in a subshell of its own,
-    its output and error output framed by a line before and after on the script's own streams (the one after
-    carries its exit code). A frame's line holds this process's nonce and the nesting ``level`` (a container's
-    batch inside the node's is level 1), put together by ``printf``: neither the script's text nor any file the
-    node held before the read shows it, so no output ends a frame early."""
+    and a batch with at most one slow program, run in turn instead, with no folder: each in a subshell of its own
+    (a bare read, :func:`~gpuhost.facts.quick.is_bare`, in the script's own shell), its output and error output
+    framed by a line before and after on the script's own streams (the one after carries its exit code). A frame's
+    line holds this process's nonce and the nesting ``level`` (a container's batch inside the node's is level 1),
+    put together by ``printf``: neither the script's text nor any file the node held before the read shows it, so
+    no output ends a frame early.
+
+    Two or more reads of a file's content (:func:`~gpuhost.facts.quick.file_read`) after the ``first`` are read
+    together, ahead of the others: every such file that is a regular, readable one outside ``/proc``, ``/sys`` and
+    ``/dev`` (where sizes are not what ``cat`` reads) goes to one ``stat`` (mode and size) and one ``cat``, in one
+    frame that names them; any other runs in a frame of its own, as above."""
     n = len(commands)
     background = _background(commands)
     phases = [range(first), range(first, n)] if 0 < first < n else [range(n)]
+    group = _group(commands, phases[-1], background)
     parts = ["d=$(mktemp -d) || exit 1; trap 'rm -rf -- \"$d\"' EXIT"] if background else []
     a, b = _nonce(level)
     for phase in phases:
         for i in phase:
             if i in background:
                 parts.append(f'( {commands[i]}\n) >"$d/o{i}" 2>"$d/e{i}" </dev/null & p{i}=$!')
+        if phase is phases[-1] and group:
+            parts.append(_group_script(commands, group, f"{a} {b} g"))
         for i in phase:
             if i not in background:
-                mark = f"{a} {b} {i}"
-                parts.append(
-                    f"printf '%s%s %s\\n' {mark}; printf '%s%s %s\\n' {mark} >&2; ( {commands[i]}\n) </dev/null;"
-                    f" printf '\\n%s%s %s %s\\n' {mark} \"$?\"; printf '\\n%s%s %s\\n' {mark} >&2"
-                )
+                frame = _frame_script(commands[i], f"{a} {b} {i}")
+                parts.append(f'case " $gpuhost_g " in *" {i} "*) ;; *) {frame} ;; esac' if i in group else frame)
         parts += [f'wait "$p{i}"; r{i}=$?' for i in phase if i in background]
     if background:
         names = " ".join(f"o{i} e{i}" for i in background)
         codes = " ".join(f"$r{i}" for i in background)
         parts += ['cd "$d" || exit 1', f'printf "{_MARK} %s\\n" "{codes}"', f"stat -c %s {names}", f"cat {names}"]
     return "\n".join(parts)
+
+
+def _frame_script(command: str, mark: str) -> str:
+    """``command`` run in turn, framed on both streams by ``mark`` (the exit code on the closing line)."""
+    from gpuhost.facts.quick import is_bare
+
+    run = f"{command} </dev/null" if is_bare(command) else f"( {command}\n) </dev/null"
+    return (
+        f"printf '%s%s %s\\n' {mark}; printf '%s%s %s\\n' {mark} >&2; {run};"
+        f" printf '\\n%s%s %s %s\\n' {mark} \"$?\"; printf '\\n%s%s %s\\n' {mark} >&2"
+    )
+
+
+#: where a file's size is not what reading it gives (they are read alone)
+_PSEUDO = ("/proc/", "/sys/", "/dev/")
+
+
+def _group(commands: list[str], phase: range, background: list[int]) -> list[int]:
+    """The file reads of ``phase`` read together (:func:`batch_command`): none unless two or more."""
+    from gpuhost.facts.quick import file_read
+
+    found = []
+    for i in phase:
+        read = file_read(commands[i]) if i not in background else None
+        if read is not None and not read[0].startswith(_PSEUDO):
+            found.append(i)
+    return found if len(found) > 1 else []
+
+
+def _group_script(commands: list[str], group: list[int], mark: str) -> str:
+    """The group's frame: the indexes of the files it read on its first line, a ``stat`` line (mode, size) for each,
+    then their bytes one after another; the files that are not regular and readable are left to frames of their
+    own. The script's positional parameters (none: it is a command of its own) hold the paths meanwhile."""
+    from gpuhost.facts.quick import file_read
+
+    lines = ["set --; gpuhost_g="]
+    for i in group:
+        read = file_read(commands[i])
+        assert read is not None
+        q = shlex.quote(read[0])
+        lines.append(f'[ -f {q} ] && [ -r {q} ] && gpuhost_g="$gpuhost_g {i}" && set -- "$@" {q}')
+    lines.append(
+        f"printf '%s%s %s\\n%s\\n' {mark} \"$gpuhost_g\"; printf '%s%s %s\\n' {mark} >&2;"
+        ' [ $# = 0 ] || { stat -L -c \'%a %s\' -- "$@" && cat -- "$@"; } </dev/null;'
+        f" printf '\\n%s%s %s %s\\n' {mark} \"$?\"; printf '\\n%s%s %s\\n' {mark} >&2; set --"
+    )
+    return "\n".join(lines)
 
 
 def _background(commands: list[str]) -> list[int]:
@@ -148,9 +202,13 @@ def _frames(commands: list[str], stdout: bytes, stderr: bytes, *, level: int = 0
     background = _background(commands)
     out: list[Frame | None] = [None] * n
     marker = "".join(_nonce(level)).encode()
+    grouped = _grouped(commands, stdout, stderr, marker)
     pos = err_pos = 0
     for i in range(n):  # in turn, in the order they ran
         if i in background:
+            continue
+        if i in grouped:
+            out[i] = grouped[i]
             continue
         head = marker + b" %d\n" % i
         tail = b"\n" + marker + b" %d " % i
@@ -167,6 +225,47 @@ def _frames(commands: list[str], stdout: bytes, stderr: bytes, *, level: int = 0
     if background:
         for i, frame in zip(background, _sized(len(background), stdout[pos:]), strict=True):
             out[i] = frame
+    return out
+
+
+def _grouped(commands: list[str], stdout: bytes, stderr: bytes, marker: bytes) -> dict[int, Frame | None]:
+    """The frames of the file reads read together (:func:`_group_script`), by index: each as its command alone
+    would have given it (exit 0, the mode line when asked for, the bytes). None for every one of them when the
+    group did not end well (a ``stat`` or ``cat`` error, a byte count other than the sizes, a cut-off): they count
+    as not read, and are read again alone. Empty when there was no group."""
+    from gpuhost.facts.quick import file_read
+
+    head = marker + b" g\n"
+    start = stdout.find(head)
+    names_end = stdout.find(b"\n", start + len(head)) if start >= 0 else -1
+    if names_end < 0:
+        return {}
+    names = stdout[start + len(head) : names_end].split()
+    if not all(w.isdigit() and int(w) < len(commands) for w in names):
+        return {}
+    reads = {int(w): file_read(commands[int(w)]) for w in names}
+    out: dict[int, Frame | None] = dict.fromkeys(reads)
+    tail = b"\n" + marker + b" g "
+    end = stdout.find(tail, names_end)
+    code_end = stdout.find(b"\n", end + len(tail)) if end >= 0 else -1
+    err_start = stderr.find(head)
+    if code_end < 0 or stdout[end + len(tail) : code_end] != b"0" or err_start < 0:
+        return out
+    if not stderr.startswith(b"\n" + head, err_start + len(head)):
+        return out  # stat or cat had something to say
+    lines = stdout[names_end + 1 : end].split(b"\n", len(reads))
+    stats = [line.split(b" ") for line in lines[:-1]]
+    if len(lines) != len(reads) + 1 or not all(len(f) == 2 and f[0].isdigit() and f[1].isdigit() for f in stats):
+        return out
+    body, pos = lines[-1], 0
+    if sum(int(f[1]) for f in stats) != len(body):
+        return out  # a file changed size between stat and cat
+    for (i, read), (mode, size) in zip(reads.items(), stats, strict=True):
+        if read is None:
+            return dict.fromkeys(reads)
+        data = body[pos : pos + int(size)]
+        pos += int(size)
+        out[i] = (0, mode + b"\n" + data if read[1] else data, b"")
     return out
 
 

@@ -31,3 +31,23 @@ def test_the_proc_and_systemd_reads_are_quick() -> None:
 )
 def test_anything_else_is_not(command: str) -> None:
     assert not quick.is_quick(command)
+
+
+@pytest.mark.parametrize("path", ["/etc/modules", "/etc/a b", "/etc/it's", "/tmp/$(reboot)", "-n"])
+def test_a_file_read_names_its_path_and_whether_it_reads_the_mode(path: str) -> None:
+    assert quick.file_read(files.content.command(path)) == (path, False)
+    assert quick.file_read(files.content_and_mode.command(path)) == (path, True)
+    assert quick.file_read(files.exists.command(path)) is None
+    assert quick.file_read(files.mode.command(path)) is None
+
+
+def test_bare_reads_are_the_single_commands_that_cannot_exit_the_shell() -> None:
+    for command in (files.exists.command("/a b"), files.mode.command("/x"), system.boot_id.command()):
+        assert quick.is_bare(command), command
+    for command in (
+        files.content.command("/x"),  # ends its shell with exit 44 when missing
+        files.content_and_mode.command("/x"),
+        "test -e /a; exit 3",
+        "cd /tmp",
+    ):
+        assert not quick.is_bare(command), command

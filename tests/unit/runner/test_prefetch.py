@@ -220,3 +220,72 @@ def batched_first(host, commands: list[str], first: int) -> tuple[bytes, bytes]:
     sink = io.BytesIO()
     result = host.conn.run(batch_command(commands, first), check=False, stdout_sink=sink)
     return sink.getvalue(), result.stderr.encode()
+
+
+def _counting(tmp_path: Path, monkeypatch, *, stat_lies: bool = False) -> Path:  # noqa: ANN001
+    """``stat`` and ``cat`` on PATH that log each start and run the real ones (``stat_lies``: stat reports every
+    file one byte longer, as if it grew between stat and cat)."""
+    import shutil
+
+    bin_dir, log = tmp_path / "bin", tmp_path / "programs.log"
+    bin_dir.mkdir()
+    real_stat, real_cat = shutil.which("stat"), shutil.which("cat")
+    lie = " | awk '{ $NF = $NF + 1; print }'" if stat_lies else ""
+    run_stat = f'{real_stat} "$@"{lie}' if stat_lies else f'exec -a stat {real_stat} "$@"'
+    (bin_dir / "stat").write_text(f"#!/bin/bash\necho stat >> {log}\n{run_stat}\n")
+    (bin_dir / "cat").write_text(f'#!/bin/bash\necho cat >> {log}\nexec -a cat {real_cat} "$@"\n')
+    for shim in ("stat", "cat"):
+        (bin_dir / shim).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    return log
+
+
+def test_file_reads_in_one_batch_cost_one_stat_and_one_cat_and_read_as_if_alone(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """Five files read together (a link, an empty file, bytes that are not text) and four that cannot be (missing,
+    a folder, a FIFO, a file under /proc): every result is what the command gives alone; the five cost one stat
+    and one cat between them, and the positional parameters a guard sees are still none."""
+    (tmp_path / "a").write_bytes(b"first\n")
+    (tmp_path / "empty").write_bytes(b"")
+    (tmp_path / "bytes").write_bytes(b"caf\xc3\xa9 \xff\x00 no newline")
+    (tmp_path / "exec.sh").write_bytes(b"#!/bin/sh\n")
+    (tmp_path / "exec.sh").chmod(0o750)
+    (tmp_path / "link").symlink_to(tmp_path / "exec.sh")
+    os.mkfifo(tmp_path / "fifo")
+    together = [
+        files.content.command(str(tmp_path / "a")),
+        files.content_and_mode.command(str(tmp_path / "empty")),
+        files.content.command(str(tmp_path / "bytes")),
+        files.content_and_mode.command(str(tmp_path / "link")),
+        files.content_and_mode.command(str(tmp_path / "exec.sh")),
+    ]
+    alone = [
+        files.content.command(str(tmp_path / "missing")),
+        files.content_and_mode.command(str(tmp_path)),
+        files.mode.command(str(tmp_path / "fifo")),
+        files.content.command("/proc/version"),
+    ]
+    commands = [alone[0], together[0], files.exists.command(str(tmp_path / "a")), *together[1:], *alone[1:]]
+    commands.append('test "$#" = 0')
+    host = local_host()
+    expected = _alone(host, commands)
+    log = _counting(tmp_path, monkeypatch)
+    results = parse_batch(commands, *batched(host, commands))
+    assert [(r.stdout, r.stderr, r.exit_code) if r else None for r in results] == expected
+    assert expected[-1] == ("", "", 0)
+    # one stat and one cat for the five; alone: the folder's stat and cat, the FIFO's stat, /proc/version's cat
+    assert sorted(log.read_text().split()) == ["cat", "cat", "cat", "stat", "stat", "stat"]
+
+
+def test_file_reads_whose_bytes_do_not_match_their_sizes_are_not_taken(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """A file that grows between the group's stat and its cat: no file of the group is taken from it; the facts are
+    then read again, each alone, and come out right."""
+    for name in ("a", "b"):
+        (tmp_path / name).write_text(f"{name}\n")
+    keys = [(files.content, str(tmp_path / "a")), (files.content_and_mode, str(tmp_path / "b"))]
+    commands = [k[0].command(*k[1:]) for k in keys]
+    host = local_host()
+    _counting(tmp_path, monkeypatch, stat_lies=True)
+    assert parse_batch(commands, *batched(host, commands)) == [None, None]
+    monkeypatch.undo()
+    assert host.fact(files.content, str(tmp_path / "a")) == "a\n"
+    assert host.fact(files.content_and_mode, str(tmp_path / "b")) == ("b\n", 0o644)

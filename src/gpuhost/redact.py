@@ -38,6 +38,17 @@ _KEY_PATTERNS: tuple[tuple[re.Pattern[str], int], ...] = (
     (re.compile(r"(\bAuthorization:\s*Bearer\s+)()([^\s'\"]+)", re.IGNORECASE), 3),
 )
 
+#: for each of :data:`_KEY_PATTERNS`, words (lower case) one of which a text must hold for it to match: a pattern
+#: whose words are all missing is not run (most texts show no key, and each pattern scans the whole text)
+_KEY_WORDS: tuple[tuple[str, ...], ...] = (
+    ("api-key",),
+    ("hf-token",),
+    ("api_key",),
+    ("hf_token",),
+    ("api_key", "_token", "_secret", "password"),
+    ("bearer",),  # (not "authorization": ignoring case, the pattern's i also matches a dotless one)
+)
+
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
 
 
@@ -55,8 +66,9 @@ def register_secret(value: str | None) -> None:
 
 
 def _mask_keys(text: str) -> str:
-    for pattern, group in _KEY_PATTERNS:
-        if not pattern.search(text):
+    lower = text.lower()
+    for (pattern, group), words in zip(_KEY_PATTERNS, _KEY_WORDS, strict=True):
+        if not any(w in lower for w in words) or not pattern.search(text):
             continue
 
         def mask(m: re.Match[str], group: int = group) -> str:

@@ -307,6 +307,8 @@ class Templates:
         self.env.globals["gpuhost_bounded_concat"] = _bounded_concat
         self.env.filters = {n: _bounded_filter(n, f) for n, f in self.env.filters.items()}
         self.env.filters.update(env_value=_env_value, env_name=_env_name, shquote=_shell_word)
+        #: each checked template's undeclared variables (:meth:`check_file`: every host asks for the same)
+        self._undeclared: dict[str, frozenset[str]] = {}
 
     def _render(self, template: jinja2.Template, variables: Mapping[str, Any]) -> str:
         outer = getattr(_BUDGET, "left", None)
@@ -346,8 +348,20 @@ class Templates:
     def check_file(self, name: str, available: set[str]) -> None:
         """Compile template ``name`` (refusing what the sandbox forbids) and make sure every variable it uses
         is among ``available``."""
+        missing = sorted(self._undeclared_in(name) - available - set(self.env.globals))
+        if missing:
+            raise TemplateError(
+                f"template '{name}' uses undefined variable{'s' if len(missing) > 1 else ''} "
+                + ", ".join(f"'{m}'" for m in missing)
+            )
+
+    def _undeclared_in(self, name: str) -> frozenset[str]:
+        """The variables template ``name`` uses without setting them (it is compiled, and refused, on the way)."""
         from jinja2 import meta
 
+        found = self._undeclared.get(name)
+        if found is not None:
+            return found
         try:
             source, _, _ = self.env.loader.get_source(self.env, name)  # type: ignore[union-attr]
             parsed = self.env.parse(source)
@@ -356,12 +370,8 @@ class Templates:
             raise TemplateError(f"template '{name}' not found (looked in: {self._search()})") from None
         except jinja2.TemplateSyntaxError as exc:
             raise TemplateError(f"template '{exc.name or name}' line {exc.lineno}: {exc.message}") from None
-        missing = sorted(meta.find_undeclared_variables(parsed) - available - set(self.env.globals))
-        if missing:
-            raise TemplateError(
-                f"template '{name}' uses undefined variable{'s' if len(missing) > 1 else ''} "
-                + ", ".join(f"'{m}'" for m in missing)
-            )
+        found = self._undeclared[name] = frozenset(meta.find_undeclared_variables(parsed))
+        return found
 
     def render_value(self, value: Any, variables: Mapping[str, Any]) -> Any:
         """Render every string inside ``value`` (dicts and lists walked) that contains ``{{`` or ``{%``."""

@@ -22,12 +22,12 @@ TEMPLATE = "local:vztmpl/debian-12-standard_12.7-1_amd64.tar.zst"
 QUEUE = "/root/concurrent-writes"
 _CTIDS = itertools.count(300)
 
-# serves reads as /bin/cat; after serving a CT config (gpuhost's fact command ends in `cat -- PATH`)
-# it runs the first queued command of QUEUE (one per read) with the real cat
+# serves reads as /bin/cat; after serving a CT config (gpuhost reads files with `cat -- PATH...`, the config
+# alone or with the batch's other files) it runs the first queued command of QUEUE (one per read) with the real cat
 CAT_WRAPPER = f"""#!/bin/sh
 /bin/cat "$@"; rc=$?
 case "$*" in
-  "-- /etc/pve/lxc/"*.conf)
+  "-- "*" /etc/pve/lxc/"*.conf*|"-- /etc/pve/lxc/"*.conf*)
     if [ -s {QUEUE} ]; then
       next=$(head -n 1 {QUEUE}); sed -i 1d {QUEUE}
       PATH=/usr/sbin:/usr/bin:/sbin:/bin sh -c "$next" >/dev/null 2>&1

@@ -104,16 +104,17 @@ def batch_command(commands: list[str], first: int = 0, *, level: int = 0) -> str
     phases = [range(first), range(first, n)] if 0 < first < n else [range(n)]
     group = _group(commands, phases[-1], background)
     parts = ["d=$(mktemp -d) || exit 1; trap 'rm -rf -- \"$d\"' EXIT"] if background else []
-    a, b = _nonce(level)
+    if len(background) < n:
+        parts.append(_frame_functions(*_nonce(level)))
     for phase in phases:
         for i in phase:
             if i in background:
                 parts.append(f'( {commands[i]}\n) >"$d/o{i}" 2>"$d/e{i}" </dev/null & p{i}=$!')
         if phase is phases[-1] and group:
-            parts.append(_group_script(commands, group, f"{a} {b} g"))
+            parts.append(_group_script(commands, group))
         for i in phase:
             if i not in background:
-                frame = _frame_script(commands[i], f"{a} {b} {i}")
+                frame = _frame_script(commands[i], i)
                 parts.append(f'case " $gpuhost_g " in *" {i} "*) ;; *) {frame} ;; esac' if i in group else frame)
         parts += [f'wait "$p{i}"; r{i}=$?' for i in phase if i in background]
     if background:
@@ -123,15 +124,23 @@ def batch_command(commands: list[str], first: int = 0, *, level: int = 0) -> str
     return "\n".join(parts)
 
 
-def _frame_script(command: str, mark: str) -> str:
-    """``command`` run in turn, framed on both streams by ``mark`` (the exit code on the closing line)."""
+def _frame_functions(a: str, b: str) -> str:
+    """The two shell functions that open and close a frame (its index; on closing, the exit code too), on both
+    streams. The batch's text is read by the node's shell a byte at a time (its input is a pipe), so the marker's
+    halves are written once, here, not twice a frame."""
+    return (
+        f"gpuhost_begin() {{ printf '%s%s %s\\n' {a} {b} \"$1\"; printf '%s%s %s\\n' {a} {b} \"$1\" >&2; }}\n"
+        f'gpuhost_end() {{ printf \'\\n%s%s %s %s\\n\' {a} {b} "$1" "$2";'
+        f" printf '\\n%s%s %s\\n' {a} {b} \"$1\" >&2; }}"
+    )
+
+
+def _frame_script(command: str, frame: int | str) -> str:
+    """``command`` run in turn, framed on both streams (:func:`_frame_functions`)."""
     from gpuhost.facts.quick import is_bare
 
     run = f"{command} </dev/null" if is_bare(command) else f"( {command}\n) </dev/null"
-    return (
-        f"printf '%s%s %s\\n' {mark}; printf '%s%s %s\\n' {mark} >&2; {run};"
-        f" printf '\\n%s%s %s %s\\n' {mark} \"$?\"; printf '\\n%s%s %s\\n' {mark} >&2"
-    )
+    return f"gpuhost_begin {frame}; {run}; gpuhost_end {frame} $?"
 
 
 #: where a file's size is not what reading it gives (they are read alone)
@@ -150,10 +159,11 @@ def _group(commands: list[str], phase: range, background: list[int]) -> list[int
     return found if len(found) > 1 else []
 
 
-def _group_script(commands: list[str], group: list[int], mark: str) -> str:
+def _group_script(commands: list[str], group: list[int]) -> str:
     """The group's frame: the indexes of the files it read on its first line, a ``stat`` line (mode, size) for each,
-    then their bytes one after another; the files that are not regular and readable are left to frames of their
-    own. The script's positional parameters (none: it is a command of its own) hold the paths meanwhile."""
+    then their bytes one after another. Files that are not regular and readable, and links (a link's size is its
+    target's, which may be a file of ``/proc``), are left to frames of their own. The script's positional parameters
+    (none: it is a command of its own) hold the paths meanwhile."""
     from gpuhost.facts.quick import file_read
 
     lines = ["set --; gpuhost_g="]
@@ -161,11 +171,10 @@ def _group_script(commands: list[str], group: list[int], mark: str) -> str:
         read = file_read(commands[i])
         assert read is not None
         q = shlex.quote(read[0])
-        lines.append(f'[ -f {q} ] && [ -r {q} ] && gpuhost_g="$gpuhost_g {i}" && set -- "$@" {q}')
+        lines.append(f'[ -f {q} ] && [ ! -L {q} ] && [ -r {q} ] && gpuhost_g="$gpuhost_g {i}" && set -- "$@" {q}')
     lines.append(
-        f"printf '%s%s %s\\n%s\\n' {mark} \"$gpuhost_g\"; printf '%s%s %s\\n' {mark} >&2;"
-        ' [ $# = 0 ] || { stat -L -c \'%a %s\' -- "$@" && cat -- "$@"; } </dev/null;'
-        f" printf '\\n%s%s %s %s\\n' {mark} \"$?\"; printf '\\n%s%s %s\\n' {mark} >&2; set --"
+        'gpuhost_begin g; echo "$gpuhost_g"; [ $# = 0 ] || { stat -L -c "%a %s" -- "$@" && cat -- "$@"; } </dev/null;'
+        " gpuhost_end g $?; set --"
     )
     return "\n".join(lines)
 

@@ -241,9 +241,9 @@ def _counting(tmp_path: Path, monkeypatch, *, stat_lies: bool = False) -> Path: 
 
 
 def test_file_reads_in_one_batch_cost_one_stat_and_one_cat_and_read_as_if_alone(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
-    """Five files read together (a link, an empty file, bytes that are not text) and four that cannot be (missing,
-    a folder, a FIFO, a file under /proc): every result is what the command gives alone; the five cost one stat
-    and one cat between them, and the positional parameters a guard sees are still none."""
+    """Four files read together (an empty one, bytes that are not text, a mode to read) and five that are not (a
+    link, missing, a folder, a FIFO, a file under /proc): every result is what the command gives alone; the four
+    cost one stat and one cat between them, and the positional parameters a guard sees are still none."""
     (tmp_path / "a").write_bytes(b"first\n")
     (tmp_path / "empty").write_bytes(b"")
     (tmp_path / "bytes").write_bytes(b"caf\xc3\xa9 \xff\x00 no newline")
@@ -255,11 +255,11 @@ def test_file_reads_in_one_batch_cost_one_stat_and_one_cat_and_read_as_if_alone(
         files.content.command(str(tmp_path / "a")),
         files.content_and_mode.command(str(tmp_path / "empty")),
         files.content.command(str(tmp_path / "bytes")),
-        files.content_and_mode.command(str(tmp_path / "link")),
         files.content_and_mode.command(str(tmp_path / "exec.sh")),
     ]
     alone = [
         files.content.command(str(tmp_path / "missing")),
+        files.content_and_mode.command(str(tmp_path / "link")),  # a link's size is its target's
         files.content_and_mode.command(str(tmp_path)),
         files.mode.command(str(tmp_path / "fifo")),
         files.content.command("/proc/version"),
@@ -272,8 +272,9 @@ def test_file_reads_in_one_batch_cost_one_stat_and_one_cat_and_read_as_if_alone(
     results = parse_batch(commands, *batched(host, commands))
     assert [(r.stdout, r.stderr, r.exit_code) if r else None for r in results] == expected
     assert expected[-1] == ("", "", 0)
-    # one stat and one cat for the five; alone: the folder's stat and cat, the FIFO's stat, /proc/version's cat
-    assert sorted(log.read_text().split()) == ["cat", "cat", "cat", "stat", "stat", "stat"]
+    # one stat and one cat for the four; alone: the link's and the folder's stat and cat, the FIFO's stat,
+    # /proc/version's cat
+    assert sorted(log.read_text().split()) == ["cat"] * 4 + ["stat"] * 4
 
 
 def test_file_reads_whose_bytes_do_not_match_their_sizes_are_not_taken(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001

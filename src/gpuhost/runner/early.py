@@ -50,6 +50,7 @@ class EarlyReads:
 
     def __init__(self) -> None:
         self._sent: dict[str, _Sent] = {}
+        self._records: dict[Path, remembered.Record] = {}  # the records read here, by path (:meth:`record`)
         self._lock = threading.Lock()
         self._decided = threading.Event()  # set once it is known which nodes were sent a read
         self._thread: threading.Thread | None = None
@@ -74,7 +75,9 @@ class EarlyReads:
                 node = inventory.nodes[name]
                 if not persists(node):
                     continue
-                command = remembered.command_of(remembered.load(record(name)))
+                path = record(name)
+                self._records[path] = loaded = remembered.load(path)
+                command = remembered.command_of(loaded)
                 if command is not None:
                     self._sent[name] = _Sent(node, command)
                     sent.append(self._sent[name])
@@ -88,6 +91,14 @@ class EarlyReads:
             for s in sent:
                 if not s.came.is_set():
                     s.give(None)
+
+    def record(self, path: Path) -> remembered.Record | None:
+        """The record at ``path`` as it was read here (once: the run reads it no second time); None when it was
+        not."""
+        if self._thread is not None:
+            self._decided.wait()
+        with self._lock:
+            return self._records.pop(path, None)
 
     def reader(self, name: str, read: Reader | None) -> Reader | None:
         """``read`` (the node's kept reader), answering first the command sent early for ``name``, once."""

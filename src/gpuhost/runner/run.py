@@ -416,7 +416,8 @@ def execute(
         try:
             try:
                 if first and record is not None:
-                    last[name] = remembered.load(record(name))
+                    early = opts.early.record(record(name)) if opts.early is not None else None
+                    last[name] = early if early is not None else remembered.load(record(name))
                     remembered.read(ctx, last[name])
                 tasks, handlers = _expand(hp, ctx)
             except GpuhostError as exc:

@@ -112,3 +112,15 @@ def test_no_keeper_at_all_answers_each_early_read_with_none(setup, tmp_path: Pat
     sent.send(inventory, playbook, cache, None)
     read = sent.reader("d", lambda command: (0, b"kept", ""))
     assert read is not None and read(batch) is None
+
+
+def test_the_run_takes_each_record_read_early_once_and_reads_the_others_itself(setup, monkeypatch) -> None:
+    inventory, playbook, cache = setup
+    keeper(monkeypatch, {})
+    sent = early.EarlyReads()
+    sent.send(inventory, playbook, cache, None)
+    path = remembered.records(cache, playbook, Path(inventory.path))
+    assert sent.record(path("a")) == remembered.Record(["cat /etc/a"], [], {})
+    assert sent.record(path("a")) is None  # taken
+    assert sent.record(path("b")) is None  # persist: 0, never read early
+    assert sent.record(path("c")) == remembered.Record()  # read early: no record, so an empty one

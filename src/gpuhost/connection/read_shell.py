@@ -20,7 +20,6 @@ timed-out command's, :mod:`gpuhost.connection.remote_kill`), and the shell is go
 
 from __future__ import annotations
 
-import re
 import secrets
 import shlex
 import threading
@@ -36,8 +35,6 @@ if TYPE_CHECKING:
     from gpuhost.connection.ssh import SSHConnection
 
 _CHUNK = 65536
-#: the line that names the shell's session (:func:`remote_kill.marked`), after whatever the login printed
-_SID_LINE = re.compile(rb"(?:^|(?<=\n))" + re.escape(remote_kill.SID_PREFIX.encode()) + rb"(\d+) (\d+)\n")
 #: after a read's output ended, how long its error output's last marker may take to follow
 _STDERR_LAG = 5.0
 
@@ -66,7 +63,7 @@ class ReadShell:
             while data := self.chan.recv_stderr(_CHUNK):
                 with self._err_seen:
                     self._err += data
-                    if self.session is None and (m := _SID_LINE.search(self._err)) is not None:
+                    if self.session is None and (m := remote_kill.SID_LINE.search(self._err)) is not None:
                         self.session = m[1].decode(), m[2].decode()
                         self._err = self._err[: m.start()] + self._err[m.end() :]
                     self._err_seen.notify_all()

@@ -20,6 +20,7 @@ another process's.
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import uuid
 
@@ -50,15 +51,19 @@ def marked(command: str, run_id: str = RUN_ID) -> str:
     return _PREFIX.format(prefix=SID_PREFIX, reg=shlex.quote(registry_path(run_id))) + command
 
 
+#: the session line (:func:`marked`): the command's first words on stderr, after what the login printed before it
+#: runs (sudo's "unable to resolve host", a profile's message)
+SID_LINE = re.compile(rb"(?:^|(?<=\n))" + re.escape(SID_PREFIX.encode()) + rb"(\d+) (\d+)\n")
+
+
 def split_sid(stderr: str) -> tuple[tuple[str, str] | None, str]:
-    """(``(sid, start)`` the command reported, or None; stderr without that line)."""
-    if not stderr.startswith(SID_PREFIX):
+    """(``(sid, start)`` the command reported, or None; stderr without that line, what came before it kept)."""
+    data = stderr.encode(errors="surrogateescape")
+    m = SID_LINE.search(data)
+    if m is None:
         return None, stderr
-    line, _, rest = stderr.partition("\n")
-    parts = line[len(SID_PREFIX) :].split()
-    if len(parts) != 2 or not all(p.isdigit() for p in parts):
-        return None, stderr
-    return (parts[0], parts[1]), rest
+    rest = data[: m.start()] + data[m.end() :]
+    return (m[1].decode(), m[2].decode()), rest.decode(errors="surrogateescape")
 
 
 #: kill session $1 whose leader started at $2 (see the module's docstring); KILL, so nothing lingers

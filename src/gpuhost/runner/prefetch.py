@@ -145,6 +145,9 @@ def _frame_script(command: str, frame: int | str) -> str:
 
 #: where a file's size is not what reading it gives (they are read alone)
 _PSEUDO = ("/proc/", "/sys/", "/dev/")
+#: the reads of a group that did not end well in this process (:func:`_grouped`): read alone from then on, so the
+#: next round's batch reads them, whatever made their group fail
+_ALONE: set[str] = set()
 
 
 def _group(commands: list[str], phase: range, background: list[int]) -> list[int]:
@@ -153,7 +156,7 @@ def _group(commands: list[str], phase: range, background: list[int]) -> list[int
 
     found = []
     for i in phase:
-        read = file_read(commands[i]) if i not in background else None
+        read = file_read(commands[i]) if i not in background and commands[i] not in _ALONE else None
         if read is not None and not read[0].startswith(_PSEUDO):
             found.append(i)
     return found if len(found) > 1 else []
@@ -241,9 +244,8 @@ def _grouped(commands: list[str], stdout: bytes, stderr: bytes, marker: bytes) -
     """The frames of the file reads read together (:func:`_group_script`), by index: each as its command alone
     would have given it (exit 0, the mode line when asked for, the bytes). None for every one of them when the
     group did not end well (a ``stat`` or ``cat`` error, a byte count other than the sizes, a cut-off): they count
-    as not read, and are read again alone. Empty when there was no group."""
-    from gpuhost.facts.quick import file_read
-
+    as not read, and are read alone from then on (the next round's batch reads them so). Empty when there was no
+    group."""
     head = marker + b" g\n"
     start = stdout.find(head)
     names_end = stdout.find(b"\n", start + len(head)) if start >= 0 else -1
@@ -252,29 +254,41 @@ def _grouped(commands: list[str], stdout: bytes, stderr: bytes, marker: bytes) -
     names = stdout[start + len(head) : names_end].split()
     if not all(w.isdigit() and int(w) < len(commands) for w in names):
         return {}
-    reads = {int(w): file_read(commands[int(w)]) for w in names}
-    out: dict[int, Frame | None] = dict.fromkeys(reads)
-    tail = b"\n" + marker + b" g "
+    members = [int(w) for w in names]
+    found = _group_frames([commands[i] for i in members], stdout, stderr, head, names_end)
+    if found is None:
+        _ALONE.update(commands[i] for i in members)
+        return dict.fromkeys(members)
+    return dict(zip(members, found, strict=True))
+
+
+def _group_frames(reads: list[str], stdout: bytes, stderr: bytes, head: bytes, names_end: int) -> list[Frame] | None:
+    """Each of the group's ``reads`` as its command alone gives it (``head``: the frame's first line, its names
+    line ending at ``names_end``); None when the group did not end well."""
+    from gpuhost.facts.quick import file_read
+
+    files = [file_read(c) for c in reads]
+    tail = b"\n" + head[:-1] + b" "
     end = stdout.find(tail, names_end)
     code_end = stdout.find(b"\n", end + len(tail)) if end >= 0 else -1
     err_start = stderr.find(head)
     if code_end < 0 or stdout[end + len(tail) : code_end] != b"0" or err_start < 0:
-        return out
+        return None
     if not stderr.startswith(b"\n" + head, err_start + len(head)):
-        return out  # stat or cat had something to say
+        return None  # stat or cat had something to say
     lines = stdout[names_end + 1 : end].split(b"\n", len(reads))
     stats = [line.split(b" ") for line in lines[:-1]]
     if len(lines) != len(reads) + 1 or not all(len(f) == 2 and f[0].isdigit() and f[1].isdigit() for f in stats):
-        return out
+        return None
     body, pos = lines[-1], 0
-    if sum(int(f[1]) for f in stats) != len(body):
-        return out  # a file changed size between stat and cat
-    for (i, read), (mode, size) in zip(reads.items(), stats, strict=True):
-        if read is None:
-            return dict.fromkeys(reads)
+    if sum(int(f[1]) for f in stats) != len(body) or None in files:
+        return None  # a file changed size between stat and cat
+    out: list[Frame] = []
+    for read, (mode, size) in zip(files, stats, strict=True):
+        assert read is not None
         data = body[pos : pos + int(size)]
         pos += int(size)
-        out[i] = (0, mode + b"\n" + data if read[1] else data, b"")
+        out.append((0, mode + b"\n" + data if read[1] else data, b""))
     return out
 
 

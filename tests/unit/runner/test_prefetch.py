@@ -278,8 +278,8 @@ def test_file_reads_in_one_batch_cost_one_stat_and_one_cat_and_read_as_if_alone(
 
 
 def test_file_reads_whose_bytes_do_not_match_their_sizes_are_not_taken(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
-    """A file that grows between the group's stat and its cat: no file of the group is taken from it; the facts are
-    then read again, each alone, and come out right."""
+    """A file that grows between the group's stat and its cat: no file of the group is taken from it; the next
+    batch of this process reads them alone, and the facts come out right."""
     for name in ("a", "b"):
         (tmp_path / name).write_text(f"{name}\n")
     keys = [(files.content, str(tmp_path / "a")), (files.content_and_mode, str(tmp_path / "b"))]
@@ -288,5 +288,8 @@ def test_file_reads_whose_bytes_do_not_match_their_sizes_are_not_taken(tmp_path:
     _counting(tmp_path, monkeypatch, stat_lies=True)
     assert parse_batch(commands, *batched(host, commands)) == [None, None]
     monkeypatch.undo()
+    assert "gpuhost_g=" not in batch_command(commands)  # read alone from now on
+    again = parse_batch(commands, *batched(host, commands))
+    assert [(r.stdout, r.exit_code) if r else None for r in again] == [("a\n", 0), ("644\nb\n", 0)]
     assert host.fact(files.content, str(tmp_path / "a")) == "a\n"
     assert host.fact(files.content_and_mode, str(tmp_path / "b")) == ("b\n", 0o644)

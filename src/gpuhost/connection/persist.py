@@ -48,14 +48,14 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpuhost.core.result import KeptAnswer
+
 if TYPE_CHECKING:
     from gpuhost.connection.read_shell import ReadShell
     from gpuhost.connection.settings import SSHSettings
     from gpuhost.connection.ssh import SSHConnection
     from gpuhost.inventory.models import NodeSpec
 
-#: a read over a kept connection: exit status, output, error output; None when the keeper could not answer
-Answer = tuple[int, bytes, str] | None
 
 SOCKET = "persist.sock"
 #: the keeper's process id, while it runs
@@ -137,7 +137,7 @@ def _ask(doc: dict[str, Any], wait: float | None) -> dict[str, Any] | None:
     return answer if isinstance(answer, dict) else None
 
 
-def read(node: NodeSpec, command: str, timeout: float | None) -> Answer:
+def read(node: NodeSpec, command: str, timeout: float | None) -> KeptAnswer:
     """The exit status, output and error output of ``command`` (read-only) run on ``node`` over the connection
     the keeper holds for it; None when it holds none (the caller runs the command itself)."""
     doc = {"op": "run", "id": identity(node), "command": command, "timeout": timeout}
@@ -145,7 +145,7 @@ def read(node: NodeSpec, command: str, timeout: float | None) -> Answer:
     return None if answer is None else _answer(answer)
 
 
-def _answer(answer: dict[str, Any]) -> Answer:
+def _answer(answer: dict[str, Any]) -> KeptAnswer:
     """A ``run`` answer as a read's result; None when the keeper held no connection for it."""
     if answer.get("held") is not True:
         return None
@@ -155,14 +155,14 @@ def _answer(answer: dict[str, Any]) -> Answer:
         return None
 
 
-def read_all(reads: list[tuple[NodeSpec, str]], deliver: Callable[[int, Answer], None]) -> None:
+def read_all(reads: list[tuple[NodeSpec, str]], deliver: Callable[[int, KeptAnswer], None]) -> None:
     """Each of ``reads`` (a node and a read-only command) run at once over the connections the keeper holds, in
     one request: ``deliver(i, answer)`` is called as the ``i``-th read's answer comes (exit status, output, error
     output), and with None for a read the keeper did not answer (it holds no connection to that node, or no keeper
     answers). Returns when every read was delivered."""
     done = [False] * len(reads)
 
-    def give(i: int, answer: Answer) -> None:
+    def give(i: int, answer: KeptAnswer) -> None:
         if 0 <= i < len(reads) and not done[i]:
             done[i] = True
             deliver(i, answer)
@@ -342,7 +342,7 @@ class _Kept:
         code, stdout, stderr = answer
         return {"held": True, "exit": code, "stdout": base64.b64encode(stdout).decode(), "stderr": stderr}
 
-    def _in_shell(self, conn: SSHConnection, command: str, timeout: float | None) -> tuple[int, bytes, str] | None:
+    def _in_shell(self, conn: SSHConnection, command: str, timeout: float | None) -> KeptAnswer:
         """The read run in the node's kept shell (:mod:`gpuhost.connection.read_shell`, started on first use);
         None when no shell could run it (the read then goes as a command of its own, and the next read starts
         a new shell)."""

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING
 from gpuhost.connection import remote_kill
 from gpuhost.connection.paramiko_import import paramiko
 from gpuhost.connection.watchdog import Watchdog
-from gpuhost.core.result import TIMEOUT_EXIT
+from gpuhost.core.result import TIMEOUT_EXIT, KeptAnswer
 
 if TYPE_CHECKING:
     from gpuhost.connection.ssh import SSHConnection
@@ -37,9 +37,6 @@ if TYPE_CHECKING:
 _CHUNK = 65536
 #: after a read's output ended, how long its error output's last marker may take to follow
 _STDERR_LAG = 5.0
-
-#: exit status, output, error output
-Answer = tuple[int, bytes, str]
 
 
 class ReadShell:
@@ -74,7 +71,7 @@ class ReadShell:
                 self._err_ended = True
                 self._err_seen.notify_all()
 
-    def run(self, command: str, timeout: float | None) -> Answer | None:
+    def run(self, command: str, timeout: float | None) -> KeptAnswer:
         """``command``'s exit status, output and error output; None when this shell could not run it (it ended,
         or left something outside a frame): the shell is then closed and the caller reads another way."""
         if self.ended:

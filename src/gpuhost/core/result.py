@@ -7,8 +7,9 @@ from dataclasses import dataclass
 #: Exit status reported for a command that ran past its timeout (as coreutils' ``timeout``).
 TIMEOUT_EXIT = 124
 
-#: Exit status reported for a command that ran past its timeout (as coreutils' ``timeout``).
-TIMEOUT_EXIT = 124
+#: a read answered over a kept connection (:mod:`gpuhost.connection.persist`): exit status, output, error output;
+#: None when it could not be answered (the run then reads over its own connection)
+KeptAnswer = tuple[int, bytes, str] | None
 
 
 @dataclass(frozen=True)

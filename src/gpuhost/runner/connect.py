@@ -13,6 +13,7 @@ from gpuhost.secrets import read_secret
 
 if TYPE_CHECKING:
     from gpuhost.connection.settings import SSHSettings
+    from gpuhost.core.result import KeptAnswer
     from gpuhost.inventory.loader import Inventory
     from gpuhost.pve.api import PveApi, TokenRoute
 
@@ -41,14 +42,14 @@ def open_connection(node: NodeSpec) -> Connection:
     return SSHConnection(node.name, ssh_settings(node))
 
 
-def kept_reader(node: NodeSpec) -> Callable[[str], tuple[int, bytes, str] | None] | None:
+def kept_reader(node: NodeSpec) -> Callable[[str], KeptAnswer] | None:
     """How a read-only command is sent to ``node``'s kept connection (``ssh.persist``,
     :mod:`gpuhost.connection.persist`): its exit status, output and error output, or None when the keeper holds
     no connection to the node (the run then reads over its own). None when the node keeps none."""
     if not persists(node):
         return None
 
-    def via(command: str) -> tuple[int, bytes, str] | None:
+    def via(command: str) -> KeptAnswer:
         import time
 
         from gpuhost.connection import persist
@@ -66,7 +67,7 @@ def persists(node: NodeSpec) -> bool:
     return node.connection == "ssh" and bool(node.ssh.persist)
 
 
-def log_kept_read(node: NodeSpec, command: str, answer: tuple[int, bytes, str] | None, start: float) -> None:
+def log_kept_read(node: NodeSpec, command: str, answer: KeptAnswer, start: float) -> None:
     """``--log``'s line for a read the keeper answered (sent at ``start``, monotonic); nothing for one it did not."""
     import logging
     import time

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from gpuhost.connection.base import Connection, Held
 from gpuhost.core.facts import Fact
 from gpuhost.core.guest import Guest
-from gpuhost.core.result import CommandResult
+from gpuhost.core.result import CommandResult, KeptAnswer
 from gpuhost.errors import FactError
 from gpuhost.inventory.models import NodeSpec
 from gpuhost.templating import Templates
@@ -35,7 +35,7 @@ class RunnerHost:
         connect: Callable[[NodeSpec], Connection],
         name: str | None = None,
         parent: RunnerHost | None = None,
-        kept: Callable[[str], tuple[int, bytes, str] | None] | None = None,
+        kept: Callable[[str], KeptAnswer] | None = None,
         lxc_id: int | None = None,
     ) -> None:
         self.node = node
@@ -139,7 +139,7 @@ class RunnerHost:
         except FactError as exc:
             raise FactError(f"{self.name}: {exc}") from None
 
-    def kept_read(self, command: str) -> tuple[int, bytes, str] | None:
+    def kept_read(self, command: str) -> KeptAnswer:
         """A read-only command run over the node's kept connection (:mod:`gpuhost.connection.persist`) while this
         run has opened none of its own: its exit status, output and error output, or None (none answered)."""
         if self._kept is None or self._conn is not None:
@@ -149,12 +149,12 @@ class RunnerHost:
             self._closed_trips += 1
         return answer
 
-    def _kept_inside(self, ctid: int) -> Callable[[str], tuple[int, bytes, str] | None]:
+    def _kept_inside(self, ctid: int) -> Callable[[str], KeptAnswer]:
         """A container's reads over the node's kept connection, through ``pct exec`` as its own connection sends
         them, while this run has opened no connection of its own to the node."""
         from gpuhost.connection.pct import pct_command
 
-        def read(command: str) -> tuple[int, bytes, str] | None:
+        def read(command: str) -> KeptAnswer:
             if self._kept is None or self._conn is not None:
                 return None
             return self._kept(pct_command(ctid, command))

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gpuhost.core.result import KeptAnswer
 from gpuhost.errors import InventoryError
 from gpuhost.runner import remembered
 
@@ -26,9 +27,7 @@ if TYPE_CHECKING:
     from gpuhost.inventory.loader import Inventory
     from gpuhost.inventory.models import NodeSpec
 
-#: a read over a kept connection: exit status, output, error output; None when the keeper could not answer
-Answer = tuple[int, bytes, str] | None
-Reader = Callable[[str], Answer]
+Reader = Callable[[str], KeptAnswer]
 
 
 class _Sent:
@@ -36,11 +35,11 @@ class _Sent:
 
     def __init__(self, node: NodeSpec, command: str) -> None:
         self.node, self.command = node, command
-        self.answer: Answer = None
+        self.answer: KeptAnswer = None
         self.came = threading.Event()
         self.sent_at = time.monotonic()
 
-    def give(self, answer: Answer) -> None:
+    def give(self, answer: KeptAnswer) -> None:
         self.answer = answer
         self.came.set()
 
@@ -109,7 +108,7 @@ class EarlyReads:
         if sent is None or read is None:
             return read
 
-        def answer(command: str) -> Answer:
+        def answer(command: str) -> KeptAnswer:
             nonlocal sent
             if sent is not None and command == sent.command:
                 taken, sent = sent, None

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from gpuhost.core.result import KeptAnswer
 from gpuhost.inventory.loader import load_inventory
 from gpuhost.runner import early, remembered
 
@@ -33,7 +34,7 @@ def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     return inventory, playbook, cache
 
 
-def keeper(monkeypatch: pytest.MonkeyPatch, answers: dict[str, early.Answer], gate: threading.Event | None = None):
+def keeper(monkeypatch: pytest.MonkeyPatch, answers: dict[str, KeptAnswer], gate: threading.Event | None = None):
     """persist.read_all as a keeper holding the nodes in ``answers`` would answer (after ``gate``, when given);
     returns the requests it was sent, each a list of (node, command)."""
     requests: list[list[tuple[str, str]]] = []
@@ -73,7 +74,7 @@ def test_the_run_takes_the_early_answer_once_for_that_command_and_reads_anything
     batch = remembered.command_of(remembered.Record(["cat /etc/a"], [], {}))
     later: list[str] = []
 
-    def kept(command: str) -> early.Answer:
+    def kept(command: str) -> KeptAnswer:
         later.append(command)
         return 0, b"later", ""
 

@@ -24,29 +24,25 @@ _LEARN_LEN = 8
 _lock = threading.Lock()
 _secrets: set[str] = set()
 
-#: (pattern, group of the value); each pattern's other groups are kept
-_KEY_PATTERNS: tuple[tuple[re.Pattern[str], int], ...] = (
+#: (pattern, group of the value, words): each pattern's other groups are kept; ``words`` (lower case) are those one
+#: of which a text must hold for the pattern to match, so a pattern whose words are all missing is not run (most
+#: texts show no key, and each pattern scans the whole text)
+_KEY_PATTERNS: tuple[tuple[re.Pattern[str], int, tuple[str, ...]], ...] = (
     # --api-key KEY, --api-key=KEY, --admin-api-key 'KEY' (not a "$VARIABLE" reference); the quote may be
     # JSON-escaped (\"KEY\" in a report's text): a backslash is never part of the key
-    (re.compile(r"(--(?:admin-)?api-key(?:=|[ \t]+))((?:\\?['\"])?)(?!\$)([^\s'\"\\]+)"), 3),
-    (re.compile(r"(--hf-token(?:=|[ \t]+))((?:\\?['\"])?)(?!\$)([^\s'\"\\]+)"), 3),
+    (re.compile(r"(--(?:admin-)?api-key(?:=|[ \t]+))((?:\\?['\"])?)(?!\$)([^\s'\"\\]+)"), 3, ("api-key",)),
+    (re.compile(r"(--hf-token(?:=|[ \t]+))((?:\\?['\"])?)(?!\$)([^\s'\"\\]+)"), 3, ("hf-token",)),
     # ServerArgs(... api_key='KEY' ...), {'api_key': 'KEY'}, "api_key": "KEY"
-    (re.compile(r"(\b(?:admin_)?api_key['\"]?\s*[=:]\s*)(['\"])([^'\"\s]+)(['\"])"), 3),
-    (re.compile(r"(\bhf_token['\"]?\s*[=:]\s*)(['\"])([^'\"\s]+)(['\"])"), 3),
+    (re.compile(r"(\b(?:admin_)?api_key['\"]?\s*[=:]\s*)(['\"])([^'\"\s]+)(['\"])"), 3, ("api_key",)),
+    (re.compile(r"(\bhf_token['\"]?\s*[=:]\s*)(['\"])([^'\"\s]+)(['\"])"), 3, ("hf_token",)),
     # SGLANG_API_KEY=KEY, HF_TOKEN="KEY" (env files, systemctl show, ps e)
-    (re.compile(r"(\b[A-Z][A-Z0-9_]*(?:API_KEY|_TOKEN|_SECRET|PASSWORD)=)((?:\\?['\"])?)(?!\$)([^\s'\"\\]+)"), 3),
-    (re.compile(r"(\bAuthorization:\s*Bearer\s+)()([^\s'\"]+)", re.IGNORECASE), 3),
-)
-
-#: for each of :data:`_KEY_PATTERNS`, words (lower case) one of which a text must hold for it to match: a pattern
-#: whose words are all missing is not run (most texts show no key, and each pattern scans the whole text)
-_KEY_WORDS: tuple[tuple[str, ...], ...] = (
-    ("api-key",),
-    ("hf-token",),
-    ("api_key",),
-    ("hf_token",),
-    ("api_key", "_token", "_secret", "password"),
-    ("bearer",),  # (not "authorization": ignoring case, the pattern's i also matches a dotless one)
+    (
+        re.compile(r"(\b[A-Z][A-Z0-9_]*(?:API_KEY|_TOKEN|_SECRET|PASSWORD)=)((?:\\?['\"])?)(?!\$)([^\s'\"\\]+)"),
+        3,
+        ("api_key", "_token", "_secret", "password"),
+    ),
+    # (its word is not "authorization": ignoring case, the pattern's i also matches a dotless one)
+    (re.compile(r"(\bAuthorization:\s*Bearer\s+)()([^\s'\"]+)", re.IGNORECASE), 3, ("bearer",)),
 )
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x80-\x9f]")
@@ -67,7 +63,7 @@ def register_secret(value: str | None) -> None:
 
 def _mask_keys(text: str) -> str:
     lower = text.lower()
-    for (pattern, group), words in zip(_KEY_PATTERNS, _KEY_WORDS, strict=True):
+    for pattern, group, words in _KEY_PATTERNS:
         if not any(w in lower for w in words) or not pattern.search(text):
             continue
 
